@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * bcp_client.h - the host side of a BCP session, shared by the FUSE daemon
+ * and the tests.
+ *
+ * One control connection carries metadata requests and batch requests; the
+ * bulk bytes move through a buffer pool registered once with the agent
+ * (shm: a memfd the agent maps; tcp: a second, data connection on which the
+ * agent writes into and reads from the pool; rdma: a memory region).
+ *
+ * Threads: any number of callers may use bcp_client_call() at once (each
+ * blocks until its own reply).  Data I/O is asynchronous: bcp_client_submit()
+ * queues an I/O and returns; a sender thread coalesces whatever is queued
+ * into one BATCH_PULL / BATCH_PUSH (up to max_batch segments); a receiver
+ * thread demultiplexes replies by request id and calls each I/O's done()
+ * callback.  done() runs on the receiver thread and must not block.
+ */
+#ifndef BCP_CLIENT_H
+#define BCP_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "bcp_codec.h"
+
+enum bcp_transport {
+	BCP_XFER_AUTO = 0,	/* shm on a unix socket, else tcp */
+	BCP_XFER_SHM,
+	BCP_XFER_TCP,
+	BCP_XFER_RDMA,
+};
+/* "auto", "shm", "tcp", "rdma" <-> enum; parse returns -EINVAL */
+const char *bcp_transport_name(enum bcp_transport t);
+int bcp_transport_parse(const char *s, enum bcp_transport *out);
+
+struct bcp_client_opts {
+	const char *addr;		/* "tcp://HOST[:PORT]" or "unix:PATH" */
+	const void *secret;		/* NULL/0: the empty secret */
+	size_t secret_len;
+	enum bcp_transport transport;
+	size_t pool_size;		/* bytes in the registered pool */
+	uint32_t max_batch;		/* segments per batch, <= BCP_SEGS_MAX */
+	int timeout_ms;			/* connect + handshake; and per call */
+};
+/* Sensible defaults: 64 MiB pool, 256 segments, 10 s. */
+void bcp_client_opts_init(struct bcp_client_opts *o);
+
+struct bcp_client;
+
+/*
+ * Connect, HELLO, AUTH, set up the data transport and register the pool.
+ * Errors come back as -errno with a one-line explanation in err:
+ *   -ECONNREFUSED, -ENOENT, -EHOSTUNREACH, -ETIMEDOUT: agent unreachable
+ *   -EACCES: the secret does not match
+ *   -EPROTONOSUPPORT: no common protocol version
+ *   -EOPNOTSUPP: the transport asked for is not offered
+ */
+int bcp_client_connect(const struct bcp_client_opts *o,
+		       struct bcp_client **out, char *err, size_t errlen);
+/* Fails outstanding calls and I/O with -ENOTCONN; destroy(NULL) is a no-op */
+void bcp_client_destroy(struct bcp_client *c);
+
+uint64_t bcp_client_root(const struct bcp_client *c);
+enum bcp_transport bcp_client_transport(const struct bcp_client *c);
+const struct bcp_hello_rep *bcp_client_hello(const struct bcp_client *c);
+
+/*
+ * A synchronous round trip.  req->hdr.req_id is assigned here.  The reply is
+ * decoded into rep; its tails point into rbuf[rcap] (BCP_FRAME_MAX fits any
+ * reply).  Returns the agent's status (0 or -errno), or a local -errno:
+ * -ENOTCONN (connection lost), -ETIMEDOUT, -EMSGSIZE.
+ */
+int bcp_client_call(struct bcp_client *c, struct bcp_msg *req,
+		    struct bcp_msg *rep, void *rbuf, size_t rcap);
+
+/* Queue a FORGET; sent in batches (on the next flush or when full). */
+void bcp_client_forget(struct bcp_client *c, uint64_t handle,
+		       uint64_t nlookup);
+
+/* An asynchronous data I/O on an open file (fh from OPEN/CREATE). */
+struct bcp_io;
+typedef void (*bcp_io_done_fn)(struct bcp_io *io, int32_t result);
+struct bcp_io {
+	uint16_t op;		/* BCP_OP_BATCH_PULL or BCP_OP_BATCH_PUSH */
+	uint64_t fh;
+	uint64_t offset;
+	uint32_t length;	/* <= capacity of buf */
+	void *buf;		/* set by bcp_client_io_get(): pool memory */
+	size_t cap;		/* set by bcp_client_io_get() */
+	bcp_io_done_fn done;	/* result: bytes moved or -errno */
+	void *priv;		/* the caller's */
+	/* private to the client library */
+	struct bcp_io *next;
+	uint32_t slot;
+};
+
+/*
+ * Take an I/O descriptor with at least len bytes of pool memory; blocks
+ * while the pool is exhausted (memory stays bounded).  NULL only when len
+ * exceeds what the pool can ever give, or the client is shutting down.
+ */
+struct bcp_io *bcp_client_io_get(struct bcp_client *c, size_t len);
+void bcp_client_io_put(struct bcp_client *c, struct bcp_io *io);
+/* Queue io; done() is called exactly once, possibly before this returns. */
+void bcp_client_submit(struct bcp_client *c, struct bcp_io *io);
+
+/* Counters for observability and benchmarks. */
+struct bcp_client_stats {
+	uint64_t calls;
+	uint64_t batches;
+	uint64_t segments;
+	uint64_t bytes_pulled;
+	uint64_t bytes_pushed;
+};
+void bcp_client_stats(const struct bcp_client *c,
+		      struct bcp_client_stats *out);
+
+#endif /* BCP_CLIENT_H */

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * bcp_frame.h - whole frames over a stream socket (TCP or unix).
+ *
+ * Blocking helpers used by the client library and by tests.  The agent's
+ * event loop reads incrementally with bcp_hdr_check() and its own buffers;
+ * the rules are the same: a frame longer than the receiver's limit is never
+ * read into memory, the connection is closed instead.
+ */
+#ifndef BCP_FRAME_H
+#define BCP_FRAME_H
+
+#include <stddef.h>
+#include <sys/uio.h>
+#include "bcp_codec.h"
+
+/*
+ * Send iov as one frame (the caller encoded it), retrying short writes and
+ * EINTR, with MSG_NOSIGNAL.  pass_fd >= 0 rides along with SCM_RIGHTS
+ * (unix sockets only) on the first byte.  Returns 0 or -errno.
+ */
+int bcp_frame_sendv(int sock, const struct iovec *iov, int iovcnt,
+		    int pass_fd);
+int bcp_frame_send(int sock, const void *buf, size_t len, int pass_fd);
+
+/*
+ * Receive one whole frame into buf[cap] (cap bounds the frame).  Returns
+ * the frame length (> 0); 0 when the peer closed cleanly between frames;
+ * or -errno: -ECONNRESET when it closed mid-frame, -EMSGSIZE/-EPROTO/
+ * -EBADMSG from bcp_hdr_check() with *why set.  If fd_out is not NULL it
+ * receives a passed descriptor or -1; an unexpected descriptor is closed.
+ * timeout_ms < 0 waits forever; on timeout, -ETIMEDOUT.
+ */
+int bcp_frame_recv(int sock, void *buf, size_t cap, int *fd_out,
+		   int timeout_ms, enum bcp_err *why);
+
+/*
+ * Address parsing shared by both programs:
+ *   "tcp://HOST[:PORT]" (HOST may be [v6]), "unix:PATH".
+ * Returns 0 with *out filled, or -EINVAL with a message in err[errlen].
+ */
+struct bcp_addr {
+	int family;			/* AF_INET, AF_INET6 or AF_UNIX */
+	char host[256];			/* tcp: the host as given */
+	unsigned short port;		/* tcp */
+	char path[108];			/* unix */
+};
+int bcp_addr_parse(const char *s, struct bcp_addr *out, char *err,
+		   size_t errlen);
+
+/* Connect (with timeout) / listen.  Return a socket fd or -errno. */
+int bcp_addr_connect(const struct bcp_addr *a, int timeout_ms);
+int bcp_addr_listen(const struct bcp_addr *a, int backlog);
+/* 1 if a is loopback (127.0.0.0/8, ::1) or a unix socket; else 0 */
+int bcp_addr_is_local(const struct bcp_addr *a);
+
+#endif /* BCP_FRAME_H */
