@@ -221,6 +221,14 @@ int bcp_decode(const void *frame, size_t len, struct bcp_msg *m,
  */
 int bcp_encode(void *buf, size_t cap, const struct bcp_msg *m);
 
+/*
+ * As bcp_encode(), but stop before m->data (DATA_WRITE and DATA_READ
+ * bytes, xattr values, readlink targets): the header's payload_len counts
+ * them, and the caller sends m->data_len bytes of m->data right after the
+ * returned length (e.g. with bcp_frame_sendv), sparing a copy of bulk data.
+ */
+int bcp_encode_head(void *buf, size_t cap, const struct bcp_msg *m);
+
 /* Item accessors for a decoded message; i < count is the caller's duty. */
 void bcp_msg_seg(const struct bcp_msg *m, uint32_t i, struct bcp_seg *out);
 int32_t bcp_msg_status(const struct bcp_msg *m, uint32_t i);

@@ -54,4 +54,7 @@ int bcp_addr_listen(const struct bcp_addr *a, int backlog);
 /* 1 if a is loopback (127.0.0.0/8, ::1) or a unix socket; else 0 */
 int bcp_addr_is_local(const struct bcp_addr *a);
 
+/* The port a listening TCP socket is bound to (after port 0), or -errno. */
+int bcp_addr_bound_port(int sock);
+
 #endif /* BCP_FRAME_H */
