@@ -1,0 +1,27 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Install what bluecachefs needs on Debian 12 (bookworm), from Debian's
+# archive only.  Without arguments: build and run.  --tests adds what the
+# test suite uses (clang for the fuzzer, the tools the FUSE tests drive,
+# qemu + Debian's kernel for the Soft-RoCE RDMA suite).
+set -eu
+build="autoconf automake make gcc pkg-config
+	libfuse3-dev fuse3 liburing-dev libssl-dev libinih-dev libattr1-dev
+	libibverbs-dev librdmacm-dev ibverbs-providers"
+tests="clang libclang-rt-14-dev python3 rsync sqlite3 git attr util-linux
+	xz-utils tar procps psmisc fio
+	qemu-system-x86 linux-image-amd64 busybox-static cpio kmod iproute2
+	ibverbs-utils rdmacm-utils perftest"
+pkgs=$build
+case "${1:-}" in
+--tests) pkgs="$build $tests" ;;
+"") ;;
+*) echo "usage: $0 [--tests]" >&2; exit 2 ;;
+esac
+sudo=
+[ "$(id -u)" -eq 0 ] || sudo=sudo
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+# shellcheck disable=SC2086
+$sudo apt-get install -y -qq --no-install-recommends $pkgs >/dev/null
+echo "install-deps: installed: $(echo $pkgs | wc -w) packages"
