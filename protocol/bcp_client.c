@@ -1,2 +1,1350 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * bcp_client.c - the host side of a BCP session: connection and handshake,
+ * synchronous metadata calls, asynchronous batched data I/O, FORGET
+ * batching, and the failure of everything pending when the connection goes.
+ *
+ * Threads:
+ *   receiver  reads every frame of the control connection and hands each
+ *             reply to its waiter slot (a blocked bcp_client_call(), or an
+ *             in-flight batch whose I/Os it completes with done()).
+ *   sender    coalesces queued I/Os into BATCH_PULL / BATCH_PUSH frames
+ *             (pulls and pushes apart) and flushes queued FORGETs when the
+ *             queue is full or the I/O queue idle.
+ *   data      tcp transport only, in bcp_client_xfer.c.
+ *
+ * Outstanding requests live in a fixed table of waiter slots, one per
+ * request the agent accepts in flight (max_inflight from HELLO): callers
+ * and the sender wait for a free slot, so nothing is allocated per request
+ * and the agent's bound is never exceeded.  Frames go out whole under
+ * send_lock, so calls and batches interleave on the one socket.
+ *
+ * Lock order: qlock, then wlock.  send_lock and the pool lock are leaves.
+ * done() callbacks run with no lock held.
+ */
 #include "config.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bcp_auth.h"
+#include "bcp_client_i.h"
+
+#define BCP_CLIENT_POOL_DEFAULT		(64u * 1024 * 1024)
+#define BCP_CLIENT_BATCH_DEFAULT	256
+#define BCP_CLIENT_TIMEOUT_DEFAULT	10000
+#define BCP_CLIENT_SLOTS_MAX		4096
+#define BCP_CLIENT_FORGET_IDLE_NS	2000000L	/* 2 ms */
+
+/* Process-wide logging (set before any client exists). */
+static bcp_client_log_fn client_log_fn;
+static int client_log_max = LOG_WARNING;
+
+void bcp_client_set_log(bcp_client_log_fn fn, int max_level)
+{
+	client_log_fn = fn;
+	client_log_max = max_level;
+}
+
+static const char *client_level_name(int level)
+{
+	if (level <= LOG_ERR)
+		return "error";
+	if (level == LOG_WARNING || level == LOG_NOTICE)
+		return "warning";
+	if (level == LOG_INFO)
+		return "info";
+	return "debug";
+}
+
+void bcp_client_logf(int level, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	if (level > client_log_max)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (client_log_fn)
+		client_log_fn(level, msg);
+	else
+		fprintf(stderr, "%s: %s: %s\n", program_invocation_short_name,
+			client_level_name(level), msg);
+}
+
+static const char *const transport_names[] = {
+	[BCP_XFER_AUTO] = "auto",
+	[BCP_XFER_SHM] = "shm",
+	[BCP_XFER_TCP] = "tcp",
+	[BCP_XFER_RDMA] = "rdma",
+};
+
+const char *bcp_transport_name(enum bcp_transport t)
+{
+	if ((unsigned int)t >= sizeof(transport_names) /
+			       sizeof(transport_names[0]))
+		return "?";
+	return transport_names[t];
+}
+
+int bcp_transport_parse(const char *s, enum bcp_transport *out)
+{
+	unsigned int i;
+
+	if (!s)
+		return -EINVAL;
+	for (i = 0; i < sizeof(transport_names) / sizeof(transport_names[0]);
+	     i++) {
+		if (!strcmp(s, transport_names[i])) {
+			*out = (enum bcp_transport)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+void bcp_client_opts_init(struct bcp_client_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->transport = BCP_XFER_AUTO;
+	o->pool_size = BCP_CLIENT_POOL_DEFAULT;
+	o->max_batch = BCP_CLIENT_BATCH_DEFAULT;
+	o->timeout_ms = BCP_CLIENT_TIMEOUT_DEFAULT;
+}
+
+/* ---- state and waiter slots ------------------------------------------ */
+
+/* Called with qlock and wlock held.  Returns 1 when the state changed. */
+static int client_state_set(struct bcp_client *c, enum bcp_client_state to)
+{
+	enum bcp_client_state from = c->state;
+	int ok;
+
+	switch (to) {
+	case BCP_CLIENT_READY:
+		ok = from == BCP_CLIENT_CONNECTING;
+		break;
+	case BCP_CLIENT_BROKEN:
+		ok = from == BCP_CLIENT_READY;
+		break;
+	case BCP_CLIENT_CLOSING:
+		ok = from != BCP_CLIENT_CLOSING;
+		break;
+	default:
+		ok = 0;
+		break;
+	}
+	if (ok)
+		c->state = to;
+	return ok;
+}
+
+static void deadline_after(struct timespec *ts, int ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
+/*
+ * Take a free slot, waiting for one (until deadline, if not NULL).  Called
+ * with wlock held.  NULL with *err = -ENOTCONN or -ETIMEDOUT.
+ */
+static struct bcp_wslot *slot_get_locked(struct bcp_client *c,
+					 const struct timespec *deadline,
+					 int *err)
+{
+	struct bcp_wslot *s;
+	uint32_t i;
+
+	while (c->state == BCP_CLIENT_READY &&
+	       c->free_slot == BCP_POOL_NONE) {
+		if (!deadline) {
+			pthread_cond_wait(&c->slot_cond, &c->wlock);
+		} else if (pthread_cond_timedwait(&c->slot_cond, &c->wlock,
+						  deadline) == ETIMEDOUT) {
+			*err = -ETIMEDOUT;
+			return NULL;
+		}
+	}
+	if (c->state != BCP_CLIENT_READY) {
+		*err = -ENOTCONN;
+		return NULL;
+	}
+	i = c->free_slot;
+	s = &c->slots[i];
+	c->free_slot = s->next_free;
+	c->gen = (c->gen + 1) & 0x7fffffffu;
+	if (!c->gen)
+		c->gen = 1;
+	s->req_id = (uint64_t)c->gen << 32 | i;
+	s->kind = BCP_WSLOT_RESERVED;
+	s->done = 0;
+	s->head = NULL;
+	s->count = 0;
+	return s;
+}
+
+/* Called with wlock held. */
+static void slot_put_locked(struct bcp_client *c, struct bcp_wslot *s)
+{
+	s->kind = BCP_WSLOT_FREE;
+	s->req_id = 0;
+	s->head = NULL;
+	s->rep = NULL;
+	s->rbuf = NULL;
+	s->next_free = c->free_slot;
+	c->free_slot = (uint32_t)(s - c->slots);
+	pthread_cond_signal(&c->slot_cond);
+}
+
+static void io_list_complete(struct bcp_io *io, int32_t result)
+{
+	struct bcp_io *next;
+
+	for (; io; io = next) {
+		next = io->next;
+		io->next = NULL;
+		io->done(io, result);
+	}
+}
+
+/*
+ * Move the session to state to (BROKEN, or CLOSING from destroy) and fail
+ * everything pending with -ENOTCONN: blocked calls wake, queued and
+ * in-flight I/Os complete, the sockets are shut down so that every thread
+ * leaves its blocking read.  Safe from any thread, any number of times.
+ */
+static void client_fail_all(struct bcp_client *c, enum bcp_client_state to,
+			    const char *why)
+{
+	struct bcp_io *list = NULL, **tail = &list;
+	struct bcp_wslot *s;
+	uint32_t i;
+	int changed, k;
+
+	pthread_mutex_lock(&c->qlock);
+	pthread_mutex_lock(&c->wlock);
+	changed = client_state_set(c, to);
+	for (k = 0; k < 2; k++) {
+		if (!c->qhead[k])
+			continue;
+		*tail = c->qhead[k];
+		tail = &c->qtail[k]->next;
+		c->qhead[k] = NULL;
+		c->qtail[k] = NULL;
+		c->qlen[k] = 0;
+	}
+	c->nforgets = 0;
+	for (i = 0; i < c->nslots; i++) {
+		s = &c->slots[i];
+		if (s->kind == BCP_WSLOT_CALL && !s->done) {
+			s->result = -ENOTCONN;
+			s->done = 1;
+			pthread_cond_signal(&s->cond);
+		} else if (s->kind == BCP_WSLOT_BATCH) {
+			*tail = s->head;
+			while (*tail)
+				tail = &(*tail)->next;
+			slot_put_locked(c, s);
+		}
+	}
+	pthread_cond_broadcast(&c->slot_cond);
+	pthread_cond_broadcast(&c->qcond);
+	pthread_mutex_unlock(&c->wlock);
+	pthread_mutex_unlock(&c->qlock);
+
+	if (changed) {
+		if (to == BCP_CLIENT_BROKEN && why)
+			bcp_client_logf(LOG_WARNING, "%s", why);
+		if (c->ctl >= 0)
+			shutdown(c->ctl, SHUT_RDWR);
+		if (c->data >= 0)
+			shutdown(c->data, SHUT_RDWR);
+	}
+	io_list_complete(list, -ENOTCONN);
+}
+
+void bcp_client_break(struct bcp_client *c, const char *why)
+{
+	client_fail_all(c, BCP_CLIENT_BROKEN, why);
+}
+
+/* ---- handshake ------------------------------------------------------- */
+
+int bcp_client_rpc_sync(struct bcp_client *c, int sock, struct bcp_msg *req,
+			int pass_fd, struct bcp_msg *rep, void *buf,
+			size_t cap, int32_t *status, char *err, size_t errlen)
+{
+	const char *op = bcp_op_name(req->hdr.opcode);
+	enum bcp_err why = BCP_E_OK;
+	int n, ret;
+
+	if (pass_fd >= 0)
+		req->hdr.flags |= BCP_HF_FD;
+	n = bcp_encode(buf, cap, req);
+	if (n < 0) {
+		snprintf(err, errlen, "cannot encode %s: %s", op,
+			 strerror(-n));
+		return n;
+	}
+	ret = bcp_frame_send(sock, buf, (size_t)n, pass_fd);
+	if (ret < 0) {
+		snprintf(err, errlen,
+			 "lost the connection to agent at %s during %s: %s",
+			 c->addr_str, op, strerror(-ret));
+		return ret == -EPIPE ? -ECONNRESET : ret;
+	}
+	memset(buf, 0, BCP_HDR_SIZE);
+	n = bcp_frame_recv(sock, buf, cap, NULL, c->opts.timeout_ms, &why);
+	if (n == 0 || n == -ECONNRESET) {
+		snprintf(err, errlen,
+			 "agent at %s closed the connection during %s",
+			 c->addr_str, op);
+		return -ECONNRESET;
+	}
+	if (n == -ETIMEDOUT) {
+		snprintf(err, errlen,
+			 "agent at %s did not answer %s within %d ms",
+			 c->addr_str, op, c->opts.timeout_ms);
+		return n;
+	}
+	if (n == -EPROTO || n == -EMSGSIZE || n == -EBADMSG) {
+		snprintf(err, errlen, "bad reply from agent at %s to %s: %s",
+			 c->addr_str, op, bcp_err_str(why));
+		return -EPROTO;
+	}
+	if (n < 0) {
+		snprintf(err, errlen,
+			 "lost the connection to agent at %s during %s: %s",
+			 c->addr_str, op, strerror(-n));
+		return n;
+	}
+	ret = bcp_decode(buf, (size_t)n, rep, &why);
+	if (ret < 0) {
+		snprintf(err, errlen, "bad reply from agent at %s to %s: %s",
+			 c->addr_str, op, bcp_err_str(why));
+		return -EPROTO;
+	}
+	if (!(rep->hdr.flags & BCP_HF_REPLY) ||
+	    rep->hdr.opcode != req->hdr.opcode ||
+	    rep->hdr.req_id != req->hdr.req_id) {
+		snprintf(err, errlen,
+			 "bad reply from agent at %s to %s: unexpected %s %s",
+			 c->addr_str, op, bcp_op_name(rep->hdr.opcode),
+			 rep->hdr.flags & BCP_HF_REPLY ? "reply" : "request");
+		return -EPROTO;
+	}
+	*status = rep->hdr.status;
+	return 0;
+}
+
+static int client_hello(struct bcp_client *c, uint64_t want, char *err,
+			size_t errlen)
+{
+	struct bcp_msg req, rep;
+	const uint8_t *raw;
+	uint8_t buf[512];
+	int32_t status;
+	unsigned int v;
+	int ret;
+
+	ret = bcp_random(c->nonce_c, sizeof(c->nonce_c));
+	if (ret < 0) {
+		snprintf(err, errlen, "cannot draw a nonce: %s",
+			 strerror(-ret));
+		return ret;
+	}
+	bcp_msg_init(&req, BCP_OP_HELLO, 1);
+	req.u.hello_req.ver_min = BCP_VERSION_MIN;
+	req.u.hello_req.ver_max = BCP_VERSION_MAX;
+	req.u.hello_req.features = want;
+	memcpy(req.u.hello_req.nonce, c->nonce_c, BCP_NONCE_LEN);
+	ret = bcp_client_rpc_sync(c, c->ctl, &req, -1, &rep, buf, sizeof(buf),
+				  &status, err, errlen);
+	if (ret == -EPROTO) {
+		/*
+		 * The codec rejects other versions, in the header or in
+		 * the HELLO reply's body: read the raw bytes to say which.
+		 */
+		raw = buf;
+		v = (unsigned int)raw[4] | (unsigned int)raw[5] << 8;
+		if (v >= BCP_VERSION_MIN && v <= BCP_VERSION_MAX &&
+		    raw[6] == BCP_OP_HELLO && raw[7] == 0)
+			v = (unsigned int)raw[BCP_HDR_SIZE] |
+			    (unsigned int)raw[BCP_HDR_SIZE + 1] << 8;
+		if (raw[0] == (BCP_MAGIC & 0xff) &&
+		    raw[1] == ((BCP_MAGIC >> 8) & 0xff) &&
+		    (v < BCP_VERSION_MIN || v > BCP_VERSION_MAX)) {
+			snprintf(err, errlen,
+				 "agent at %s speaks protocol version %u, this client %d-%d",
+				 c->addr_str, v, BCP_VERSION_MIN,
+				 BCP_VERSION_MAX);
+			return -EPROTONOSUPPORT;
+		}
+	}
+	if (ret < 0)
+		return ret;
+	if (status == -EPROTONOSUPPORT) {
+		snprintf(err, errlen,
+			 "agent at %s speaks none of the protocol versions %d-%d of this client",
+			 c->addr_str, BCP_VERSION_MIN, BCP_VERSION_MAX);
+		return status;
+	}
+	if (status < 0) {
+		snprintf(err, errlen, "agent at %s refused HELLO: %s",
+			 c->addr_str, strerror(-status));
+		return status;
+	}
+	c->hello = rep.u.hello_rep;
+	if (c->hello.version < BCP_VERSION_MIN ||
+	    c->hello.version > BCP_VERSION_MAX) {
+		snprintf(err, errlen,
+			 "agent at %s speaks protocol version %u, this client %d-%d",
+			 c->addr_str, c->hello.version, BCP_VERSION_MIN,
+			 BCP_VERSION_MAX);
+		return -EPROTONOSUPPORT;
+	}
+	if (!c->hello.max_segs || !c->hello.max_inflight ||
+	    c->hello.max_frame < BCP_HDR_SIZE + 64) {
+		snprintf(err, errlen,
+			 "agent at %s announced unusable limits (max_segs %u, max_inflight %u, max_frame %u)",
+			 c->addr_str, c->hello.max_segs,
+			 c->hello.max_inflight, c->hello.max_frame);
+		return -EPROTO;
+	}
+	/* Only what was asked for counts, whatever the agent says. */
+	c->hello.features &= want;
+	return 0;
+}
+
+static int client_auth(struct bcp_client *c, char *err, size_t errlen)
+{
+	struct bcp_msg req, rep;
+	uint8_t buf[256], expect[BCP_MAC_LEN];
+	int32_t status;
+	int ret;
+
+	bcp_msg_init(&req, BCP_OP_AUTH, 2);
+	ret = bcp_auth_mac(c->secret, c->secret_len, BCP_AUTH_LABEL_CLIENT,
+			   c->hello.nonce, BCP_NONCE_LEN, c->nonce_c,
+			   BCP_NONCE_LEN, req.u.auth_req.mac);
+	if (ret < 0)
+		goto out_mac;
+	ret = bcp_client_rpc_sync(c, c->ctl, &req, -1, &rep, buf, sizeof(buf),
+				  &status, err, errlen);
+	if (ret < 0)
+		return ret;
+	if (status == -EACCES) {
+		snprintf(err, errlen,
+			 "agent at %s rejected the secret (check secret_file)",
+			 c->addr_str);
+		return status;
+	}
+	if (status < 0) {
+		snprintf(err, errlen, "agent at %s refused AUTH: %s",
+			 c->addr_str, strerror(-status));
+		return status;
+	}
+	ret = bcp_auth_mac(c->secret, c->secret_len, BCP_AUTH_LABEL_SERVER,
+			   c->nonce_c, BCP_NONCE_LEN, c->hello.nonce,
+			   BCP_NONCE_LEN, expect);
+	if (ret < 0)
+		goto out_mac;
+	if (!bcp_auth_mac_equal(expect, rep.u.auth_rep.mac)) {
+		snprintf(err, errlen,
+			 "agent at %s could not prove it holds the secret (check secret_file)",
+			 c->addr_str);
+		return -EACCES;
+	}
+	if (rep.u.auth_rep.root == 0) {
+		snprintf(err, errlen, "agent at %s sent root handle 0",
+			 c->addr_str);
+		return -EPROTO;
+	}
+	c->root = rep.u.auth_rep.root;
+	return 0;
+
+out_mac:
+	snprintf(err, errlen, "cannot compute the session MAC: %s",
+		 strerror(-ret));
+	return ret;
+}
+
+/* ---- receiver -------------------------------------------------------- */
+
+static int recv_batch(struct bcp_client *c, const struct bcp_hdr *h,
+		      size_t n, uint16_t op, struct bcp_io *head,
+		      uint32_t count, char *msg, size_t msglen)
+{
+	uint64_t bytes = 0;
+	struct bcp_io *io, *next;
+	struct bcp_msg m;
+	enum bcp_err why;
+	int32_t all = 0, st;
+	uint32_t i;
+	int ret = 0;
+
+	if (h->opcode != op) {
+		snprintf(msg, msglen,
+			 "bad frame from agent at %s: %s reply to a %s",
+			 c->addr_str, bcp_op_name(h->opcode), bcp_op_name(op));
+		ret = -EPROTO;
+	} else if (h->status < 0) {
+		all = h->status;
+	} else if (bcp_decode(c->rbuf, n, &m, &why) < 0) {
+		snprintf(msg, msglen, "bad frame from agent at %s: %s",
+			 c->addr_str, bcp_err_str(why));
+		ret = -EPROTO;
+	} else if (m.u.batch_rep.count != count) {
+		snprintf(msg, msglen,
+			 "bad frame from agent at %s: %u statuses for %u segments",
+			 c->addr_str, m.u.batch_rep.count, count);
+		ret = -EPROTO;
+	}
+	if (ret < 0)
+		all = -EIO;
+
+	for (io = head, i = 0; io; io = next, i++) {
+		next = io->next;
+		io->next = NULL;
+		st = all ? all : bcp_msg_status(&m, i);
+		if (st > (int32_t)io->length) {
+			snprintf(msg, msglen,
+				 "bad frame from agent at %s: %d bytes moved for a %u byte segment",
+				 c->addr_str, st, io->length);
+			st = -EIO;
+			ret = -EPROTO;
+		}
+		if (st > 0)
+			bytes += (uint64_t)st;
+		io->done(io, st);
+	}
+	__atomic_fetch_add(op == BCP_OP_BATCH_PULL ? &c->stats.bytes_pulled :
+			   &c->stats.bytes_pushed, bytes, __ATOMIC_RELAXED);
+	return ret;
+}
+
+/* One reply.  0, or -EPROTO with msg set when the connection must go. */
+static int recv_dispatch(struct bcp_client *c, const struct bcp_hdr *h,
+			 size_t n, char *msg, size_t msglen)
+{
+	struct bcp_wslot *s;
+	struct bcp_io *head;
+	enum bcp_err why;
+	uint32_t idx, count;
+	uint16_t op;
+	int ret = 0;
+
+	if (!(h->flags & BCP_HF_REPLY)) {
+		snprintf(msg, msglen,
+			 "bad frame from agent at %s: a %s request on the control connection",
+			 c->addr_str, bcp_op_name(h->opcode));
+		return -EPROTO;
+	}
+	if (h->req_id & BCP_REQ_UNTRACKED) {
+		if (h->status < 0)
+			bcp_client_logf(LOG_DEBUG, "agent at %s: %s: %s",
+					c->addr_str, bcp_op_name(h->opcode),
+					strerror(-h->status));
+		return 0;
+	}
+	idx = (uint32_t)h->req_id;
+	if (idx >= c->nslots) {
+		snprintf(msg, msglen,
+			 "bad frame from agent at %s: reply to unknown request %llu",
+			 c->addr_str, (unsigned long long)h->req_id);
+		return -EPROTO;
+	}
+
+	pthread_mutex_lock(&c->wlock);
+	s = &c->slots[idx];
+	if (s->req_id != h->req_id || (s->kind != BCP_WSLOT_CALL &&
+				       s->kind != BCP_WSLOT_BATCH)) {
+		/* The call timed out and gave up its slot. */
+		pthread_mutex_unlock(&c->wlock);
+		return 0;
+	}
+	if (s->kind == BCP_WSLOT_CALL) {
+		if (h->opcode != s->op) {
+			s->result = -EPROTO;
+			snprintf(msg, msglen,
+				 "bad frame from agent at %s: %s reply to a %s",
+				 c->addr_str, bcp_op_name(h->opcode),
+				 bcp_op_name(s->op));
+			ret = -EPROTO;
+		} else if (n > s->rcap) {
+			s->result = -EMSGSIZE;
+		} else {
+			memcpy(s->rbuf, c->rbuf, n);
+			if (bcp_decode(s->rbuf, n, s->rep, &why) < 0) {
+				s->result = -EPROTO;
+				snprintf(msg, msglen,
+					 "bad frame from agent at %s: %s",
+					 c->addr_str, bcp_err_str(why));
+				ret = -EPROTO;
+			} else {
+				s->result = s->rep->hdr.status;
+			}
+		}
+		s->done = 1;
+		pthread_cond_signal(&s->cond);
+		pthread_mutex_unlock(&c->wlock);
+		return ret;
+	}
+	op = s->op;
+	head = s->head;
+	count = s->count;
+	slot_put_locked(c, s);
+	pthread_mutex_unlock(&c->wlock);
+	return recv_batch(c, h, n, op, head, count, msg, msglen);
+}
+
+static void *receiver_main(void *arg)
+{
+	struct bcp_client *c = arg;
+	enum bcp_err why = BCP_E_OK;
+	struct bcp_hdr h;
+	char msg[512];
+	int n;
+
+	for (;;) {
+		n = bcp_frame_recv(c->ctl, c->rbuf, BCP_FRAME_MAX, NULL, -1,
+				   &why);
+		if (n == 0 || n == -ECONNRESET) {
+			snprintf(msg, sizeof(msg),
+				 "agent at %s closed the connection",
+				 c->addr_str);
+			break;
+		}
+		if (n == -EPROTO || n == -EMSGSIZE || n == -EBADMSG) {
+			snprintf(msg, sizeof(msg),
+				 "bad frame from agent at %s: %s",
+				 c->addr_str, bcp_err_str(why));
+			break;
+		}
+		if (n < 0) {
+			snprintf(msg, sizeof(msg),
+				 "connection to agent at %s lost: %s",
+				 c->addr_str, strerror(-n));
+			break;
+		}
+		if (bcp_hdr_check(c->rbuf, BCP_FRAME_MAX, &h, &why) < 0) {
+			snprintf(msg, sizeof(msg),
+				 "bad frame from agent at %s: %s",
+				 c->addr_str, bcp_err_str(why));
+			break;
+		}
+		if (recv_dispatch(c, &h, (size_t)n, msg, sizeof(msg)) < 0)
+			break;
+	}
+	bcp_client_break(c, msg);
+	return NULL;
+}
+
+/* ---- sender ---------------------------------------------------------- */
+
+static int send_frame(struct bcp_client *c, const void *buf, size_t len)
+{
+	char msg[512];
+	int ret;
+
+	pthread_mutex_lock(&c->send_lock);
+	ret = bcp_frame_send(c->ctl, buf, len, -1);
+	pthread_mutex_unlock(&c->send_lock);
+	if (ret < 0) {
+		snprintf(msg, sizeof(msg), "connection to agent at %s lost: %s",
+			 c->addr_str, strerror(-ret));
+		bcp_client_break(c, msg);
+	}
+	return ret;
+}
+
+/* Send the n FORGETs copied to fbuf.  Called with no lock held. */
+static void sender_forget(struct bcp_client *c, uint32_t n)
+{
+	struct bcp_msg m;
+	int len;
+
+	bcp_msg_init(&m, BCP_OP_FORGET, BCP_REQ_UNTRACKED |
+		     __atomic_add_fetch(&c->forget_seq, 1, __ATOMIC_RELAXED));
+	m.u.forget_req.count = n;
+	m.forgets = c->fbuf;
+	len = bcp_encode(c->bbuf, BCP_FRAME_MAX, &m);
+	if (len < 0) {
+		bcp_client_logf(LOG_WARNING, "cannot encode FORGET: %s",
+				strerror(-len));
+		return;
+	}
+	send_frame(c, c->bbuf, (size_t)len);
+}
+
+/* Send one batch from the queues.  Called with no lock held. */
+static void sender_batch(struct bcp_client *c)
+{
+	struct bcp_io *head, *io;
+	struct bcp_wslot *s;
+	struct bcp_msg m;
+	uint32_t n, k;
+	uint16_t op;
+	int len, err;
+
+	/* Take the slot first: while it is awaited, the queue grows. */
+	pthread_mutex_lock(&c->wlock);
+	s = slot_get_locked(c, NULL, &err);
+	pthread_mutex_unlock(&c->wlock);
+	if (!s)
+		return;
+
+	pthread_mutex_lock(&c->qlock);
+	k = c->next_queue;
+	if (!c->qlen[k])
+		k ^= 1;
+	c->next_queue = k ^ 1;
+	head = c->qhead[k];
+	n = 0;
+	if (head) {
+		n = 1;
+		for (io = head; n < c->max_segs && io->next; n++)
+			io = io->next;
+		c->qhead[k] = io->next;
+		if (!c->qhead[k])
+			c->qtail[k] = NULL;
+		io->next = NULL;
+		c->qlen[k] -= n;
+	}
+	pthread_mutex_unlock(&c->qlock);
+
+	op = k ? BCP_OP_BATCH_PUSH : BCP_OP_BATCH_PULL;
+	len = -ENOTCONN;
+	if (n) {
+		for (io = head, n = 0; io; io = io->next, n++) {
+			c->segs[n].fh = io->fh;
+			c->segs[n].offset = io->offset;
+			c->segs[n].length = io->length;
+			c->segs[n].region_id = c->region_id;
+			c->segs[n].region_off = (uint64_t)((uint8_t *)io->buf -
+						(uint8_t *)c->pool_base);
+		}
+		bcp_msg_init(&m, op, s->req_id);
+		m.u.batch_req.count = n;
+		m.u.batch_req.flags = 0;
+		m.segs = c->segs;
+		len = bcp_encode(c->bbuf, BCP_FRAME_MAX, &m);
+	}
+
+	pthread_mutex_lock(&c->wlock);
+	if (len < 0 || c->state != BCP_CLIENT_READY) {
+		slot_put_locked(c, s);
+		pthread_mutex_unlock(&c->wlock);
+		io_list_complete(head, len < 0 ? len : -ENOTCONN);
+		return;
+	}
+	s->kind = BCP_WSLOT_BATCH;
+	s->op = op;
+	s->head = head;
+	s->count = n;
+	pthread_mutex_unlock(&c->wlock);
+
+	__atomic_fetch_add(&c->stats.batches, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&c->stats.segments, n, __ATOMIC_RELAXED);
+	send_frame(c, c->bbuf, (size_t)len);
+}
+
+static void *sender_main(void *arg)
+{
+	struct bcp_client *c = arg;
+	struct timespec ts;
+	int idle = 0, r;
+	uint32_t n;
+
+	pthread_mutex_lock(&c->qlock);
+	while (c->state == BCP_CLIENT_READY) {
+		if (c->nforgets == BCP_FORGETS_MAX ||
+		    (c->nforgets && idle && !c->qlen[0] && !c->qlen[1])) {
+			n = c->nforgets;
+			memcpy(c->fbuf, c->forgets, n * sizeof(*c->fbuf));
+			c->nforgets = 0;
+			idle = 0;
+			pthread_mutex_unlock(&c->qlock);
+			sender_forget(c, n);
+			pthread_mutex_lock(&c->qlock);
+			continue;
+		}
+		if (c->qlen[0] || c->qlen[1]) {
+			idle = 0;
+			pthread_mutex_unlock(&c->qlock);
+			sender_batch(c);
+			pthread_mutex_lock(&c->qlock);
+			continue;
+		}
+		c->sender_sleeping = 1;
+		if (c->nforgets) {
+			/* Let more FORGETs gather before the flush. */
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_nsec += BCP_CLIENT_FORGET_IDLE_NS;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			r = pthread_cond_timedwait(&c->qcond, &c->qlock, &ts);
+			if (r == ETIMEDOUT)
+				idle = 1;
+		} else {
+			pthread_cond_wait(&c->qcond, &c->qlock);
+		}
+		c->sender_sleeping = 0;
+	}
+	pthread_mutex_unlock(&c->qlock);
+	return NULL;
+}
+
+/* ---- public API ------------------------------------------------------ */
+
+static void client_free(struct bcp_client *c)
+{
+	uint32_t i;
+
+	bcp_pool_fini(&c->pool);
+	bcp_client_xfer_teardown(c);
+	if (c->ctl >= 0)
+		close(c->ctl);
+	for (i = 0; i < c->nslots; i++)
+		pthread_cond_destroy(&c->slots[i].cond);
+	free(c->slots);
+	free(c->dbuf);
+	free(c->fbuf);
+	free(c->segs);
+	free(c->forgets);
+	free(c->bbuf);
+	free(c->rbuf);
+	free(c->sbuf);
+	free(c->secret);
+	pthread_mutex_destroy(&c->send_lock);
+	pthread_cond_destroy(&c->slot_cond);
+	pthread_mutex_destroy(&c->wlock);
+	pthread_cond_destroy(&c->qcond);
+	pthread_mutex_destroy(&c->qlock);
+	free(c);
+}
+
+static struct bcp_client *client_alloc(void)
+{
+	pthread_condattr_t ca;
+	struct bcp_client *c;
+
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->ctl = -1;
+	c->data = -1;
+	c->memfd = -1;
+	c->free_slot = BCP_POOL_NONE;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_mutex_init(&c->qlock, NULL);
+	pthread_cond_init(&c->qcond, &ca);
+	pthread_mutex_init(&c->wlock, NULL);
+	pthread_cond_init(&c->slot_cond, &ca);
+	pthread_mutex_init(&c->send_lock, NULL);
+	pthread_condattr_destroy(&ca);
+	return c;
+}
+
+static int client_alloc_buffers(struct bcp_client *c)
+{
+	pthread_condattr_t ca;
+	uint32_t i;
+
+	c->sbuf = malloc(BCP_FRAME_MAX);
+	c->rbuf = malloc(BCP_FRAME_MAX);
+	c->bbuf = malloc(BCP_FRAME_MAX);
+	c->segs = calloc(BCP_SEGS_MAX, sizeof(*c->segs));
+	c->forgets = calloc(BCP_FORGETS_MAX, sizeof(*c->forgets));
+	c->fbuf = calloc(BCP_FORGETS_MAX, sizeof(*c->fbuf));
+	c->nslots = c->hello.max_inflight;
+	if (c->nslots > BCP_CLIENT_SLOTS_MAX)
+		c->nslots = BCP_CLIENT_SLOTS_MAX;
+	c->slots = calloc(c->nslots, sizeof(*c->slots));
+	if (!c->sbuf || !c->rbuf || !c->bbuf || !c->segs || !c->forgets ||
+	    !c->fbuf || !c->slots) {
+		c->nslots = 0;
+		return -ENOMEM;
+	}
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	for (i = c->nslots; i-- > 0;) {
+		pthread_cond_init(&c->slots[i].cond, &ca);
+		c->slots[i].next_free = c->free_slot;
+		c->free_slot = i;
+	}
+	pthread_condattr_destroy(&ca);
+	return 0;
+}
+
+/* Checks that need no agent; then the features to ask for. */
+static int client_want(struct bcp_client *c, uint64_t *want, char *err,
+		       size_t errlen)
+{
+	int is_unix = c->addr.family == AF_UNIX;
+
+	*want = BCP_FEAT_READDIRPLUS | BCP_FEAT_COPY_RANGE;
+	switch (c->opts.transport) {
+	case BCP_XFER_AUTO:
+		*want |= BCP_FEAT_TCP_DATA | (is_unix ? BCP_FEAT_SHM : 0);
+		return 0;
+	case BCP_XFER_SHM:
+		if (!is_unix) {
+			snprintf(err, errlen,
+				 "transport shm needs a unix: agent address, not %s (use transport=tcp or auto)",
+				 c->addr_str);
+			return -EOPNOTSUPP;
+		}
+		*want |= BCP_FEAT_SHM;
+		return 0;
+	case BCP_XFER_TCP:
+		*want |= BCP_FEAT_TCP_DATA;
+		return 0;
+	case BCP_XFER_RDMA:
+		snprintf(err, errlen,
+			 "transport rdma is not built into this client (use tcp or shm)");
+		return -EOPNOTSUPP;
+	}
+	snprintf(err, errlen, "unknown transport %d", (int)c->opts.transport);
+	return -EINVAL;
+}
+
+static int client_choose(struct bcp_client *c, enum bcp_transport *t,
+			 char *err, size_t errlen)
+{
+	uint64_t f = c->hello.features;
+
+	switch (c->opts.transport) {
+	case BCP_XFER_AUTO:
+		if (f & BCP_FEAT_SHM) {
+			*t = BCP_XFER_SHM;
+			return 0;
+		}
+		if (f & BCP_FEAT_TCP_DATA) {
+			*t = BCP_XFER_TCP;
+			return 0;
+		}
+		break;
+	case BCP_XFER_SHM:
+		if (f & BCP_FEAT_SHM) {
+			*t = BCP_XFER_SHM;
+			return 0;
+		}
+		break;
+	case BCP_XFER_TCP:
+		if (f & BCP_FEAT_TCP_DATA) {
+			*t = BCP_XFER_TCP;
+			return 0;
+		}
+		break;
+	default:
+		break;
+	}
+	snprintf(err, errlen, "agent at %s does not offer transport %s",
+		 c->addr_str, bcp_transport_name(c->opts.transport));
+	return -EOPNOTSUPP;
+}
+
+static int client_start_threads(struct bcp_client *c)
+{
+	int ret;
+
+	ret = pthread_create(&c->receiver, NULL, receiver_main, c);
+	if (ret)
+		return -ret;
+	c->have_receiver = 1;
+	ret = pthread_create(&c->sender, NULL, sender_main, c);
+	if (ret)
+		return -ret;
+	c->have_sender = 1;
+	return bcp_client_xfer_start(c);
+}
+
+int bcp_client_connect(const struct bcp_client_opts *o,
+		       struct bcp_client **out, char *err, size_t errlen)
+{
+	enum bcp_transport t;
+	struct bcp_client *c;
+	char dummy[1];
+	uint64_t want;
+	uint32_t frame_segs;
+	int ret, one = 1;
+
+	if (!err || !errlen) {
+		err = dummy;
+		errlen = sizeof(dummy);
+	}
+	err[0] = '\0';
+	if (!o || !o->addr || !out) {
+		snprintf(err, errlen, "no agent address");
+		return -EINVAL;
+	}
+	if (strlen(o->addr) >= sizeof(c->addr_str)) {
+		snprintf(err, errlen, "agent address too long");
+		return -EINVAL;
+	}
+	c = client_alloc();
+	if (!c) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	c->opts = *o;
+	strcpy(c->addr_str, o->addr);
+	c->opts.addr = c->addr_str;
+	c->opts.secret = NULL;
+	if (!c->opts.pool_size)
+		c->opts.pool_size = BCP_CLIENT_POOL_DEFAULT;
+	if (!c->opts.max_batch)
+		c->opts.max_batch = BCP_CLIENT_BATCH_DEFAULT;
+	if (c->opts.max_batch > BCP_SEGS_MAX)
+		c->opts.max_batch = BCP_SEGS_MAX;
+	if (!c->opts.timeout_ms)
+		c->opts.timeout_ms = BCP_CLIENT_TIMEOUT_DEFAULT;
+	c->pool_len = c->opts.pool_size & ~((size_t)BCP_POOL_PAGE - 1);
+	if (!c->pool_len) {
+		snprintf(err, errlen, "pool size %zu is below %u bytes",
+			 c->opts.pool_size, BCP_POOL_PAGE);
+		ret = -EINVAL;
+		goto out_free;
+	}
+
+	ret = bcp_addr_parse(o->addr, &c->addr, err, errlen);
+	if (ret < 0)
+		goto out_free;
+	if (o->secret && o->secret_len) {
+		c->secret = malloc(o->secret_len);
+		if (!c->secret) {
+			snprintf(err, errlen, "out of memory");
+			ret = -ENOMEM;
+			goto out_free;
+		}
+		memcpy(c->secret, o->secret, o->secret_len);
+		c->secret_len = o->secret_len;
+	}
+	ret = client_want(c, &want, err, errlen);
+	if (ret < 0)
+		goto out_free;
+
+	c->ctl = bcp_addr_connect(&c->addr, c->opts.timeout_ms);
+	if (c->ctl < 0) {
+		ret = c->ctl;
+		c->ctl = -1;
+		snprintf(err, errlen, "cannot reach agent at %s: %s",
+			 c->addr_str, strerror(-ret));
+		goto out_free;
+	}
+	if (c->addr.family != AF_UNIX)
+		setsockopt(c->ctl, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+
+	ret = client_hello(c, want, err, errlen);
+	if (ret < 0)
+		goto out_free;
+	ret = client_auth(c, err, errlen);
+	if (ret < 0)
+		goto out_free;
+	ret = client_choose(c, &t, err, errlen);
+	if (ret < 0)
+		goto out_free;
+	ret = bcp_client_xfer_setup(c, t, err, errlen);
+	if (ret < 0)
+		goto out_free;
+	ret = bcp_pool_init(&c->pool, c->pool_base, c->pool_len);
+	if (ret < 0)
+		goto out_nomem;
+	ret = client_alloc_buffers(c);
+	if (ret < 0)
+		goto out_nomem;
+
+	c->max_segs = c->opts.max_batch;
+	if (c->max_segs > c->hello.max_segs)
+		c->max_segs = c->hello.max_segs;
+	frame_segs = ((c->hello.max_frame < BCP_FRAME_MAX ?
+		       c->hello.max_frame : BCP_FRAME_MAX) - BCP_HDR_SIZE -
+		      (uint32_t)sizeof(struct bcp_w_batch_req)) /
+		     (uint32_t)sizeof(struct bcp_w_seg);
+	if (c->max_segs > frame_segs)
+		c->max_segs = frame_segs;
+	if (!c->max_segs)
+		c->max_segs = 1;
+
+	pthread_mutex_lock(&c->qlock);
+	pthread_mutex_lock(&c->wlock);
+	client_state_set(c, BCP_CLIENT_READY);
+	pthread_mutex_unlock(&c->wlock);
+	pthread_mutex_unlock(&c->qlock);
+
+	ret = client_start_threads(c);
+	if (ret < 0) {
+		snprintf(err, errlen, "cannot start client threads: %s",
+			 strerror(-ret));
+		bcp_client_destroy(c);
+		return ret;
+	}
+	*out = c;
+	return 0;
+
+out_nomem:
+	snprintf(err, errlen, "out of memory for a %zu byte buffer pool",
+		 c->pool_len);
+out_free:
+	client_free(c);
+	return ret;
+}
+
+void bcp_client_destroy(struct bcp_client *c)
+{
+	struct bcp_msg req, rep;
+	uint8_t buf[256];
+
+	if (!c)
+		return;
+	if (c->state == BCP_CLIENT_READY && c->have_receiver &&
+	    c->have_sender) {
+		/* Best effort: the agent drops the region with the session. */
+		bcp_msg_init(&req, BCP_OP_UNREGISTER_REGION, 0);
+		req.u.unregion_req.region_id = c->region_id;
+		bcp_client_call(c, &req, &rep, buf, sizeof(buf));
+	}
+	client_fail_all(c, BCP_CLIENT_CLOSING, NULL);
+	bcp_pool_close(&c->pool);
+	if (c->ctl >= 0)
+		shutdown(c->ctl, SHUT_RDWR);
+	if (c->data >= 0)
+		shutdown(c->data, SHUT_RDWR);
+	if (c->have_receiver)
+		pthread_join(c->receiver, NULL);
+	if (c->have_sender)
+		pthread_join(c->sender, NULL);
+	if (c->have_data_thread)
+		pthread_join(c->data_thread, NULL);
+	/* Anything a thread queued on its way out. */
+	client_fail_all(c, BCP_CLIENT_CLOSING, NULL);
+	client_free(c);
+}
+
+uint64_t bcp_client_root(const struct bcp_client *c)
+{
+	return c->root;
+}
+
+enum bcp_transport bcp_client_transport(const struct bcp_client *c)
+{
+	return c->transport;
+}
+
+const struct bcp_hello_rep *bcp_client_hello(const struct bcp_client *c)
+{
+	return &c->hello;
+}
+
+int bcp_client_call(struct bcp_client *c, struct bcp_msg *req,
+		    struct bcp_msg *rep, void *rbuf, size_t rcap)
+{
+	struct timespec deadline, *dl = NULL;
+	struct bcp_wslot *s;
+	int ret, len, r;
+
+	if (c->opts.timeout_ms > 0) {
+		deadline_after(&deadline, c->opts.timeout_ms);
+		dl = &deadline;
+	}
+	__atomic_fetch_add(&c->stats.calls, 1, __ATOMIC_RELAXED);
+
+	pthread_mutex_lock(&c->wlock);
+	s = slot_get_locked(c, dl, &ret);
+	if (!s) {
+		pthread_mutex_unlock(&c->wlock);
+		return ret;
+	}
+	s->kind = BCP_WSLOT_CALL;
+	s->op = req->hdr.opcode;
+	s->rep = rep;
+	s->rbuf = rbuf;
+	s->rcap = rcap;
+	s->result = 0;
+	req->hdr.req_id = s->req_id;
+	pthread_mutex_unlock(&c->wlock);
+
+	pthread_mutex_lock(&c->send_lock);
+	len = bcp_encode(c->sbuf, BCP_FRAME_MAX, req);
+	r = 0;
+	if (len >= 0)
+		r = bcp_frame_send(c->ctl, c->sbuf, (size_t)len, -1);
+	pthread_mutex_unlock(&c->send_lock);
+	if (r < 0) {
+		/* Wakes this call too, with -ENOTCONN. */
+		char msg[512];
+
+		snprintf(msg, sizeof(msg), "connection to agent at %s lost: %s",
+			 c->addr_str, strerror(-r));
+		bcp_client_break(c, msg);
+	}
+
+	pthread_mutex_lock(&c->wlock);
+	if (len < 0) {
+		ret = len;
+	} else {
+		while (!s->done) {
+			if (!dl) {
+				pthread_cond_wait(&s->cond, &c->wlock);
+			} else if (pthread_cond_timedwait(&s->cond, &c->wlock,
+							  dl) == ETIMEDOUT &&
+				   !s->done) {
+				break;
+			}
+		}
+		ret = s->done ? s->result : -ETIMEDOUT;
+	}
+	slot_put_locked(c, s);
+	pthread_mutex_unlock(&c->wlock);
+	return ret;
+}
+
+/*
+ * A full FORGET queue is sent by the caller itself, with qlock held (the
+ * send lock is a leaf): waiting for the sender instead could deadlock
+ * when the caller is the receiver thread, inside a done() callback.
+ */
+static int forget_flush_locked(struct bcp_client *c)
+{
+	struct bcp_msg m;
+	int len, ret;
+
+	bcp_msg_init(&m, BCP_OP_FORGET, BCP_REQ_UNTRACKED |
+		     __atomic_add_fetch(&c->forget_seq, 1, __ATOMIC_RELAXED));
+	m.u.forget_req.count = c->nforgets;
+	m.forgets = c->forgets;
+	c->nforgets = 0;
+	pthread_mutex_lock(&c->send_lock);
+	len = bcp_encode(c->sbuf, BCP_FRAME_MAX, &m);
+	ret = len < 0 ? 0 : bcp_frame_send(c->ctl, c->sbuf, (size_t)len, -1);
+	pthread_mutex_unlock(&c->send_lock);
+	return ret;
+}
+
+void bcp_client_forget(struct bcp_client *c, uint64_t handle,
+		       uint64_t nlookup)
+{
+	struct bcp_forget_one *f;
+	char msg[512];
+	int wake, ret = 0;
+
+	if (!nlookup)
+		return;
+	pthread_mutex_lock(&c->qlock);
+	if (c->state != BCP_CLIENT_READY) {
+		/* The agent drops every handle with the session. */
+		pthread_mutex_unlock(&c->qlock);
+		return;
+	}
+	if (c->nforgets == BCP_FORGETS_MAX)
+		ret = forget_flush_locked(c);
+	f = &c->forgets[c->nforgets++];
+	f->handle = handle;
+	f->nlookup = nlookup;
+	wake = c->sender_sleeping && c->nforgets == 1;
+	if (wake)
+		c->sender_sleeping = 0;
+	pthread_mutex_unlock(&c->qlock);
+	if (wake)
+		pthread_cond_signal(&c->qcond);
+	if (ret < 0) {
+		snprintf(msg, sizeof(msg), "connection to agent at %s lost: %s",
+			 c->addr_str, strerror(-ret));
+		bcp_client_break(c, msg);
+	}
+}
+
+size_t bcp_client_io_max(const struct bcp_client *c)
+{
+	return (size_t)BCP_POOL_PAGE << c->pool.max_order;
+}
+
+struct bcp_io *bcp_client_io_get(struct bcp_client *c, size_t len)
+{
+	return bcp_pool_get(&c->pool, len);
+}
+
+void bcp_client_io_put(struct bcp_client *c, struct bcp_io *io)
+{
+	if (io)
+		bcp_pool_put(&c->pool, io);
+}
+
+void bcp_client_submit(struct bcp_client *c, struct bcp_io *io)
+{
+	uint8_t *buf = io->buf, *base = c->pool_base;
+	int k, wake;
+
+	if (io->op != BCP_OP_BATCH_PULL && io->op != BCP_OP_BATCH_PUSH) {
+		io->done(io, -EINVAL);
+		return;
+	}
+	if (!io->length) {
+		io->done(io, 0);
+		return;
+	}
+	if (io->length > BCP_SEG_LEN_MAX || buf < base ||
+	    buf > base + c->pool_len ||
+	    io->length > (size_t)(base + c->pool_len - buf)) {
+		io->done(io, -EFAULT);
+		return;
+	}
+	if (io->offset > (uint64_t)INT64_MAX - io->length) {
+		io->done(io, -EFBIG);
+		return;
+	}
+	k = io->op == BCP_OP_BATCH_PUSH;
+	io->next = NULL;
+
+	pthread_mutex_lock(&c->qlock);
+	if (c->state != BCP_CLIENT_READY) {
+		pthread_mutex_unlock(&c->qlock);
+		io->done(io, -ENOTCONN);
+		return;
+	}
+	if (c->qtail[k])
+		c->qtail[k]->next = io;
+	else
+		c->qhead[k] = io;
+	c->qtail[k] = io;
+	c->qlen[k]++;
+	wake = c->sender_sleeping;
+	c->sender_sleeping = 0;
+	pthread_mutex_unlock(&c->qlock);
+	if (wake)
+		pthread_cond_signal(&c->qcond);
+}
+
+void bcp_client_stats(const struct bcp_client *c,
+		      struct bcp_client_stats *out)
+{
+	out->calls = __atomic_load_n(&c->stats.calls, __ATOMIC_RELAXED);
+	out->batches = __atomic_load_n(&c->stats.batches, __ATOMIC_RELAXED);
+	out->segments = __atomic_load_n(&c->stats.segments,
+					__ATOMIC_RELAXED);
+	out->bytes_pulled = __atomic_load_n(&c->stats.bytes_pulled,
+					    __ATOMIC_RELAXED);
+	out->bytes_pushed = __atomic_load_n(&c->stats.bytes_pushed,
+					    __ATOMIC_RELAXED);
+}

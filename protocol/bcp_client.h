@@ -114,4 +114,16 @@ struct bcp_client_stats {
 void bcp_client_stats(const struct bcp_client *c,
 		      struct bcp_client_stats *out);
 
+/*
+ * Where the library's log lines go.  level is a syslog LOG_* value; lines
+ * above max_level are dropped.  The default (fn NULL) writes
+ * "PROGRAM: LEVEL: message" to stderr up to LOG_WARNING.  Call it before
+ * bcp_client_connect(); it is process-wide.
+ */
+typedef void (*bcp_client_log_fn)(int level, const char *msg);
+void bcp_client_set_log(bcp_client_log_fn fn, int max_level);
+
+/* Bytes one bcp_client_io_get() can give at most (a power of two). */
+size_t bcp_client_io_max(const struct bcp_client *c);
+
 #endif /* BCP_CLIENT_H */

@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * bcp_client_i.h - private declarations of the client library, shared by
+ * bcp_client.c (session, threads, calls, batches), bcp_client_pool.c (the
+ * buffer pool allocator) and bcp_client_xfer.c (the data transports).
+ * Nothing outside protocol/bcp_client*.c includes it.
+ *
+ * Lock order: qlock, then wlock; send_lock and the pool lock are leaves
+ * (nothing else is taken while holding them).
+ */
+#ifndef BCP_CLIENT_I_H
+#define BCP_CLIENT_I_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include "bcp_client.h"
+#include "bcp_frame.h"
+
+#define BCP_POOL_PAGE_SHIFT	12
+#define BCP_POOL_PAGE		(1u << BCP_POOL_PAGE_SHIFT)
+#define BCP_POOL_ORDERS		12	/* 4 KiB << 11 = BCP_SEG_LEN_MAX */
+#define BCP_POOL_NONE		UINT32_MAX
+
+/*
+ * A buddy allocator over the registered pool.  Blocks are 4 KiB << order;
+ * each block is named by the index of its first page, and the I/O
+ * descriptor of a block is ios[that index], so descriptors need no list of
+ * their own and are never allocated on the data path.
+ */
+struct bcp_pool {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;		/* a block was freed, or closing */
+	uint8_t *base;
+	size_t size;			/* a multiple of BCP_POOL_PAGE */
+	uint32_t npages;
+	unsigned int max_order;
+	struct bcp_io *ios;		/* npages descriptors */
+	/* lock: */
+	uint32_t free_head[BCP_POOL_ORDERS];
+	uint32_t *next;			/* per page: free list links */
+	uint32_t *prev;
+	uint8_t *order;			/* per block head: its order */
+	uint8_t *is_free;		/* per block head: on a free list */
+	uint32_t waiters;
+	int closing;
+};
+
+int bcp_pool_init(struct bcp_pool *p, void *base, size_t size);
+void bcp_pool_fini(struct bcp_pool *p);
+/* NULL when len can never fit, or when the pool is closing */
+struct bcp_io *bcp_pool_get(struct bcp_pool *p, size_t len);
+void bcp_pool_put(struct bcp_pool *p, struct bcp_io *io);
+/* Wake every bcp_pool_get() waiter for good. */
+void bcp_pool_close(struct bcp_pool *p);
+
+/*
+ * The session's state.  Only client_state_set() changes it, and it is
+ * written with both qlock and wlock held, so either lock suffices to read
+ * it.  A reconnect would add RECONNECTING between BROKEN and READY.
+ */
+enum bcp_client_state {
+	BCP_CLIENT_CONNECTING = 0,	/* handshake, transport set-up */
+	BCP_CLIENT_READY,		/* calls and I/O flow */
+	BCP_CLIENT_BROKEN,		/* lost: all fail -ENOTCONN */
+	BCP_CLIENT_CLOSING,		/* bcp_client_destroy() runs */
+};
+
+enum bcp_wslot_kind {
+	BCP_WSLOT_FREE = 0,
+	BCP_WSLOT_RESERVED,		/* the sender is building a batch */
+	BCP_WSLOT_CALL,			/* a bcp_client_call() waits */
+	BCP_WSLOT_BATCH,		/* a batch is in flight */
+};
+
+/*
+ * One outstanding request.  There are max_inflight of them (from HELLO),
+ * so the client never has more requests outstanding than the agent takes.
+ * req_id = generation << 32 | index; a reply whose req_id no longer
+ * matches (the call timed out) is dropped.
+ */
+struct bcp_wslot {
+	/* wlock: */
+	uint64_t req_id;
+	enum bcp_wslot_kind kind;
+	uint32_t next_free;
+	pthread_cond_t cond;		/* CALL: the reply arrived */
+	struct bcp_msg *rep;		/* CALL */
+	void *rbuf;
+	size_t rcap;
+	int result;
+	int done;
+	uint16_t op;			/* CALL and BATCH: the opcode */
+	uint32_t count;
+	struct bcp_io *head;
+};
+
+/* Request ids with this bit are untracked (FORGET): replies are dropped. */
+#define BCP_REQ_UNTRACKED	(1ull << 63)
+
+struct bcp_client {
+	struct bcp_client_opts opts;
+	char addr_str[300];
+	struct bcp_addr addr;
+	uint8_t *secret;
+	size_t secret_len;
+
+	int ctl;			/* control socket */
+	int data;			/* tcp: the data connection, else -1 */
+	int memfd;			/* shm: the pool's memfd, else -1 */
+	uint8_t nonce_c[BCP_NONCE_LEN];
+	struct bcp_hello_rep hello;
+	uint64_t root;
+	enum bcp_transport transport;
+	uint32_t region_id;
+	uint32_t max_segs;		/* segments per batch, all limits met */
+	uint32_t next_queue;		/* sender only: queue to serve first */
+
+	/* The pool memory; owned by the transport that mapped it. */
+	void *pool_base;
+	size_t pool_len;
+	struct bcp_pool pool;
+
+	pthread_mutex_t qlock;
+	pthread_cond_t qcond;		/* the sender: work arrived */
+	/* qlock: */
+	struct bcp_io *qhead[2];	/* [0] pulls, [1] pushes */
+	struct bcp_io *qtail[2];
+	uint32_t qlen[2];
+	struct bcp_forget_one *forgets;	/* BCP_FORGETS_MAX queued */
+	uint32_t nforgets;
+	int sender_sleeping;
+
+	pthread_mutex_t wlock;
+	pthread_cond_t slot_cond;	/* a slot was freed */
+	/* wlock: */
+	struct bcp_wslot *slots;
+	uint32_t nslots;
+	uint32_t free_slot;
+	uint32_t gen;
+
+	/* qlock and wlock (written with both held): */
+	enum bcp_client_state state;
+
+	pthread_mutex_t send_lock;
+	/* send_lock: */
+	uint8_t *sbuf;			/* encode buffer of bcp_client_call() */
+
+	/* thread-private buffers, allocated once */
+	uint8_t *rbuf;			/* receiver */
+	uint8_t *bbuf;			/* sender */
+	struct bcp_seg *segs;		/* sender */
+	struct bcp_forget_one *fbuf;	/* sender */
+	uint8_t *dbuf;			/* data thread: discard buffer */
+
+	pthread_t receiver;
+	pthread_t sender;
+	pthread_t data_thread;
+	int have_receiver;
+	int have_sender;
+	int have_data_thread;
+
+	/* atomics */
+	struct bcp_client_stats stats;
+	uint64_t forget_seq;
+};
+
+/* log.  level: LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG */
+void bcp_client_logf(int level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/*
+ * A synchronous request/reply on a socket no thread reads yet (handshake,
+ * set-up).  Returns 0 with the reply's status in *status (rep decoded into
+ * buf), or a local -errno with err set.
+ */
+int bcp_client_rpc_sync(struct bcp_client *c, int sock, struct bcp_msg *req,
+			int pass_fd, struct bcp_msg *rep, void *buf,
+			size_t cap, int32_t *status, char *err,
+			size_t errlen);
+
+/* Mark the session lost (from any thread) and fail what is pending. */
+void bcp_client_break(struct bcp_client *c, const char *why);
+
+/* Transports: set up the pool and register it; tear it down. */
+int bcp_client_xfer_setup(struct bcp_client *c, enum bcp_transport t,
+			  char *err, size_t errlen);
+int bcp_client_xfer_start(struct bcp_client *c);
+void bcp_client_xfer_teardown(struct bcp_client *c);
+
+#endif /* BCP_CLIENT_I_H */
