@@ -1,2 +1,433 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * bcp_xfer_srv.c - shm and tcp implementations of the agent's one-sided
+ * transfer interface (see bcp_xfer_srv.h).
+ *
+ * tcp: posted operations wait in a send queue; once their request (and, for
+ * a WRITE, its payload) is fully on the socket they move to a reply queue.
+ * The host answers in order, so the head of the reply queue is always the
+ * operation the next reply belongs to; anything else is a protocol fault
+ * that fails the whole connection.  READ replies are received straight into
+ * the operation's local buffer.
+ */
 #include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <fcntl.h>
+
+#include "bcp_codec.h"
+#include "bcp_xfer_srv.h"
+
+struct xsrv_region {
+	uint32_t id;
+	uint32_t kind;		/* 0 = unused */
+	uint64_t len;
+	void *map;		/* shm */
+	unsigned int busy;	/* posted operations */
+};
+
+struct bcp_xsrv {
+	bcp_xsrv_done_fn done;
+	void *ctx;
+	struct xsrv_region regions[BCP_REGIONS_MAX];
+	int data_fd;
+	uint64_t next_req_id;
+	/* send queue and reply queue (FIFO, tail pointers for append) */
+	struct bcp_xsrv_op *sq_head, *sq_tail;
+	struct bcp_xsrv_op *rq_head, *rq_tail;
+	unsigned int pending;
+	/* receive state of the current reply */
+	uint8_t rhdr[BCP_HDR_SIZE];
+	uint32_t rgot;		/* bytes of header, then of payload */
+	int rin_payload;
+	struct bcp_hdr cur;
+};
+
+struct bcp_xsrv *bcp_xsrv_create(bcp_xsrv_done_fn done, void *ctx)
+{
+	struct bcp_xsrv *x = calloc(1, sizeof(*x));
+
+	if (!x)
+		return NULL;
+	x->done = done;
+	x->ctx = ctx;
+	x->data_fd = -1;
+	x->next_req_id = 1;
+	return x;
+}
+
+static struct xsrv_region *xsrv_region_find(const struct bcp_xsrv *x,
+					    uint32_t id)
+{
+	unsigned int i;
+
+	for (i = 0; i < BCP_REGIONS_MAX; i++)
+		if (x->regions[i].kind && x->regions[i].id == id)
+			return (struct xsrv_region *)&x->regions[i];
+	return NULL;
+}
+
+static void xsrv_complete(struct bcp_xsrv *x, struct bcp_xsrv_op *op,
+			  int status)
+{
+	struct xsrv_region *r = xsrv_region_find(x, op->region_id);
+
+	if (r && r->busy)
+		r->busy--;
+	x->pending--;
+	op->next = NULL;
+	x->done(x->ctx, op, status);
+}
+
+void bcp_xsrv_fail(struct bcp_xsrv *x, int err)
+{
+	struct bcp_xsrv_op *op;
+
+	if (x->data_fd >= 0) {
+		close(x->data_fd);
+		x->data_fd = -1;
+	}
+	while ((op = x->rq_head)) {
+		x->rq_head = op->next;
+		xsrv_complete(x, op, err);
+	}
+	x->rq_tail = NULL;
+	while ((op = x->sq_head)) {
+		x->sq_head = op->next;
+		xsrv_complete(x, op, err);
+	}
+	x->sq_tail = NULL;
+}
+
+void bcp_xsrv_destroy(struct bcp_xsrv *x)
+{
+	unsigned int i;
+
+	if (!x)
+		return;
+	bcp_xsrv_fail(x, -ECONNABORTED);
+	for (i = 0; i < BCP_REGIONS_MAX; i++)
+		if (x->regions[i].kind && x->regions[i].map)
+			munmap(x->regions[i].map, x->regions[i].len);
+	free(x);
+}
+
+static int xsrv_shm_map(struct xsrv_region *r, int fd, uint64_t len)
+{
+	struct stat st;
+	void *map;
+
+	if (fd < 0)
+		return -EBADF;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EBADF;
+	if ((uint64_t)st.st_size < len)
+		return -EINVAL;
+	/*
+	 * A host that shrinks the memfd later would make our copies fault
+	 * (SIGBUS in the agent): a region must be sealed against shrinking,
+	 * so a memfd created without MFD_ALLOW_SEALING is refused.
+	 */
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) < 0)
+		return -EPERM;
+	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		return -errno;
+	r->map = map;
+	return 0;
+}
+
+int bcp_xsrv_region_register(struct bcp_xsrv *x, uint32_t id, uint32_t kind,
+			     uint64_t len, uint64_t addr, uint32_t rkey,
+			     int fd)
+{
+	struct xsrv_region *r = NULL;
+	unsigned int i;
+	int ret;
+
+	if (xsrv_region_find(x, id))
+		return -EEXIST;
+	if (len == 0 || len > (1ull << 40))
+		return -EINVAL;
+	for (i = 0; i < BCP_REGIONS_MAX; i++) {
+		if (!x->regions[i].kind) {
+			r = &x->regions[i];
+			break;
+		}
+	}
+	if (!r)
+		return -ENOSPC;
+	switch (kind) {
+	case BCP_REGION_SHM:
+		ret = xsrv_shm_map(r, fd, len);
+		if (ret < 0)
+			return ret;
+		break;
+	case BCP_REGION_TCP:
+		if (fd >= 0)
+			return -EINVAL;
+		if (x->data_fd < 0)
+			return -ENOTCONN;
+		r->map = NULL;
+		break;
+	default:
+		return -EOPNOTSUPP;
+	}
+	r->id = id;
+	r->kind = kind;
+	r->len = len;
+	r->busy = 0;
+	return 0;
+}
+
+int bcp_xsrv_region_unregister(struct bcp_xsrv *x, uint32_t id)
+{
+	struct xsrv_region *r = xsrv_region_find(x, id);
+
+	if (!r)
+		return -ENOENT;
+	if (r->busy)
+		return -EBUSY;
+	if (r->map)
+		munmap(r->map, r->len);
+	memset(r, 0, sizeof(*r));
+	return 0;
+}
+
+int bcp_xsrv_region_len(const struct bcp_xsrv *x, uint32_t id,
+			uint64_t *len)
+{
+	const struct xsrv_region *r = xsrv_region_find(x, id);
+
+	if (!r)
+		return -ENOENT;
+	*len = r->len;
+	return 0;
+}
+
+int bcp_xsrv_data_attach(struct bcp_xsrv *x, int fd)
+{
+	if (x->data_fd >= 0)
+		return -EBUSY;
+	x->data_fd = fd;
+	x->rgot = 0;
+	x->rin_payload = 0;
+	return 0;
+}
+
+int bcp_xsrv_fd(const struct bcp_xsrv *x)
+{
+	return x->data_fd;
+}
+
+uint32_t bcp_xsrv_events(const struct bcp_xsrv *x)
+{
+	if (x->data_fd < 0)
+		return 0;
+	return EPOLLIN | (x->sq_head ? EPOLLOUT : 0);
+}
+
+unsigned int bcp_xsrv_pending(const struct bcp_xsrv *x)
+{
+	return x->pending;
+}
+
+static void xsrv_tcp_encode(struct bcp_xsrv *x, struct bcp_xsrv_op *op)
+{
+	struct bcp_hdr h = {
+		.magic = BCP_MAGIC,
+		.version = BCP_VERSION_MAX,
+		.opcode = op->dir == BCP_XSRV_WRITE ? BCP_OP_DATA_WRITE :
+						      BCP_OP_DATA_READ,
+		.flags = 0,
+		.payload_len = 16 + (op->dir == BCP_XSRV_WRITE ? op->len : 0),
+		.req_id = x->next_req_id++,
+		.status = 0,
+	};
+	struct bcp_data_req d = {
+		.region_id = op->region_id,
+		.length = op->len,
+		.region_off = op->region_off,
+	};
+
+	op->req_id = h.req_id;
+	op->sent = 0;
+	bcp_enc_hdr(op->hbuf, &h);
+	bcp_enc_data_req(op->hbuf + BCP_HDR_SIZE, &d);
+}
+
+int bcp_xsrv_post(struct bcp_xsrv *x, struct bcp_xsrv_op *op)
+{
+	struct xsrv_region *r = xsrv_region_find(x, op->region_id);
+
+	if (!r)
+		return -ENOENT;
+	if (op->len == 0 || op->region_off > r->len ||
+	    op->len > r->len - op->region_off)
+		return -EFAULT;
+	if (r->kind == BCP_REGION_SHM) {
+		uint8_t *p = (uint8_t *)r->map + op->region_off;
+
+		if (op->dir == BCP_XSRV_WRITE)
+			memcpy(p, op->local, op->len);
+		else
+			memcpy(op->local, p, op->len);
+		x->pending++;
+		r->busy++;
+		xsrv_complete(x, op, (int)op->len);
+		return 0;
+	}
+	if (x->data_fd < 0)
+		return -ENOTCONN;
+	xsrv_tcp_encode(x, op);
+	op->next = NULL;
+	if (x->sq_tail)
+		x->sq_tail->next = op;
+	else
+		x->sq_head = op;
+	x->sq_tail = op;
+	x->pending++;
+	r->busy++;
+	return 0;
+}
+
+/* Send as much of the send queue as the socket takes.  0 or -errno. */
+static int xsrv_tcp_send(struct bcp_xsrv *x)
+{
+	struct bcp_xsrv_op *op;
+
+	while ((op = x->sq_head)) {
+		uint32_t hlen = sizeof(op->hbuf);
+		uint32_t plen = op->dir == BCP_XSRV_WRITE ? op->len : 0;
+		struct iovec iov[2];
+		struct msghdr mh = { .msg_iov = iov };
+		ssize_t n;
+
+		if (op->sent < hlen) {
+			iov[0].iov_base = op->hbuf + op->sent;
+			iov[0].iov_len = hlen - op->sent;
+			iov[1].iov_base = op->local;
+			iov[1].iov_len = plen;
+			mh.msg_iovlen = plen ? 2 : 1;
+		} else {
+			iov[0].iov_base = (uint8_t *)op->local +
+					  (op->sent - hlen);
+			iov[0].iov_len = hlen + plen - op->sent;
+			mh.msg_iovlen = 1;
+		}
+		n = sendmsg(x->data_fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				return 0;
+			return -errno;
+		}
+		op->sent += (uint32_t)n;
+		if (op->sent < hlen + plen)
+			continue;
+		x->sq_head = op->next;
+		if (!x->sq_head)
+			x->sq_tail = NULL;
+		op->next = NULL;
+		if (x->rq_tail)
+			x->rq_tail->next = op;
+		else
+			x->rq_head = op;
+		x->rq_tail = op;
+	}
+	return 0;
+}
+
+/* Receive replies and complete their operations.  0 or -errno. */
+static int xsrv_tcp_recv(struct bcp_xsrv *x, const char **why)
+{
+	for (;;) {
+		struct bcp_xsrv_op *op = x->rq_head;
+		enum bcp_err e;
+		ssize_t n;
+
+		if (!x->rin_payload) {
+			n = recv(x->data_fd, x->rhdr + x->rgot,
+				 BCP_HDR_SIZE - x->rgot, MSG_DONTWAIT);
+			if (n < 0)
+				return (errno == EAGAIN || errno == EINTR) ?
+				       0 : -errno;
+			if (n == 0) {
+				*why = "data connection closed by the host";
+				return -ECONNRESET;
+			}
+			x->rgot += (uint32_t)n;
+			if (x->rgot < BCP_HDR_SIZE)
+				continue;
+			if (bcp_hdr_check(x->rhdr, BCP_DATA_FRAME_MAX,
+					  &x->cur, &e) < 0) {
+				*why = bcp_err_str(e);
+				return -EPROTO;
+			}
+			if (!op || !(x->cur.flags & BCP_HF_REPLY) ||
+			    x->cur.req_id != op->req_id) {
+				*why = "reply out of order on data connection";
+				return -EPROTO;
+			}
+			if (x->cur.status < 0 || op->dir == BCP_XSRV_WRITE) {
+				if (x->cur.payload_len != 0) {
+					*why = "unexpected payload in reply";
+					return -EPROTO;
+				}
+			} else if (x->cur.payload_len != op->len) {
+				*why = "DATA_READ reply of the wrong length";
+				return -EPROTO;
+			}
+			x->rgot = 0;
+			x->rin_payload = 1;
+		}
+		if (x->rgot < x->cur.payload_len) {
+			n = recv(x->data_fd, (uint8_t *)op->local + x->rgot,
+				 x->cur.payload_len - x->rgot, MSG_DONTWAIT);
+			if (n < 0)
+				return (errno == EAGAIN || errno == EINTR) ?
+				       0 : -errno;
+			if (n == 0) {
+				*why = "data connection closed mid-reply";
+				return -ECONNRESET;
+			}
+			x->rgot += (uint32_t)n;
+			if (x->rgot < x->cur.payload_len)
+				continue;
+		}
+		x->rq_head = op->next;
+		if (!x->rq_head)
+			x->rq_tail = NULL;
+		x->rgot = 0;
+		x->rin_payload = 0;
+		xsrv_complete(x, op, x->cur.status < 0 ? x->cur.status :
+				     (int)op->len);
+		if (x->data_fd < 0)
+			return -ECONNABORTED;
+	}
+}
+
+int bcp_xsrv_progress(struct bcp_xsrv *x, uint32_t revents, const char **why)
+{
+	int ret = 0;
+
+	*why = "data connection failed";
+	if (x->data_fd < 0)
+		return 0;
+	if (revents & (EPOLLIN | EPOLLERR | EPOLLHUP))
+		ret = xsrv_tcp_recv(x, why);
+	if (!ret && x->data_fd >= 0)
+		ret = xsrv_tcp_send(x);
+	if (ret < 0 && x->data_fd >= 0)
+		bcp_xsrv_fail(x, ret);
+	return ret;
+}

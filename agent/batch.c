@@ -1,0 +1,381 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * batch.c - the batch engine: BATCH_PULL and BATCH_PUSH split into
+ * slot-sized chunks and pipelined through the worker's staging slots.
+ *
+ *   PULL chunk: storage read (read_fixed) -> transfer WRITE into the host
+ *               region -> slot free.
+ *   PUSH chunk: transfer READ from the host region -> storage write
+ *               (write_fixed, resumed on short writes) -> slot free.
+ *
+ * Many chunks are in flight at once, so the storage I/O of one overlaps the
+ * transfer of another.  When every slot is busy, batches wait in a FIFO;
+ * the staging memory is allocated once at start-up (huge pages when the
+ * system has them) and registered with io_uring as fixed buffers.  A batch
+ * is answered only after every chunk of it completed.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <stdlib.h>
+
+#include "worker_i.h"
+
+static void *batch_staging_alloc(size_t len, int *huge)
+{
+	size_t hlen = (len + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
+	void *p;
+
+	p = mmap(NULL, hlen, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_POPULATE,
+		 -1, 0);
+	if (p != MAP_FAILED) {
+		*huge = 1;
+		return p;
+	}
+	*huge = 0;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+int agent_batch_slots_init(struct agent_worker *w)
+{
+	unsigned int n = agent_cfg.queue_depth, i;
+	size_t len = (size_t)n * agent_cfg.slot_size;
+	struct iovec *iov;
+	int huge, ret;
+
+	w->staging = batch_staging_alloc(len, &huge);
+	if (!w->staging)
+		return -ENOMEM;
+	w->staging_len = huge ? (len + (2u << 20) - 1) &
+				~(size_t)((2u << 20) - 1) : len;
+	w->slots = calloc(n, sizeof(*w->slots));
+	iov = calloc(n, sizeof(*iov));
+	if (!w->slots || !iov) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+	for (i = 0; i < n; i++) {
+		struct agent_slot *sl = &w->slots[i];
+
+		sl->w = w;
+		sl->buf = w->staging + (size_t)i * agent_cfg.slot_size;
+		sl->idx = i;
+		iov[i].iov_base = sl->buf;
+		iov[i].iov_len = agent_cfg.slot_size;
+	}
+	for (i = n; i-- > 0;) {
+		w->slots[i].next = w->free_slots;
+		w->free_slots = &w->slots[i];
+	}
+	w->nfree = n;
+	ret = io_uring_register_buffers(&w->ring.ring, iov, n);
+	free(iov);
+	iov = NULL;
+	if (ret < 0) {
+		agent_err("cannot register %u staging slots with io_uring: %s",
+			  n, strerror(-ret));
+		goto out_free;
+	}
+	agent_dbg("worker %u: %u slots of %u bytes%s", w->idx, n,
+		  agent_cfg.slot_size, huge ? " in huge pages" : "");
+	return 0;
+
+out_free:
+	free(iov);
+	free(w->slots);
+	w->slots = NULL;
+	munmap(w->staging, w->staging_len);
+	w->staging = NULL;
+	return ret;
+}
+
+void agent_batch_slots_fini(struct agent_worker *w)
+{
+	if (!w->staging)
+		return;
+	io_uring_unregister_buffers(&w->ring.ring);
+	free(w->slots);
+	munmap(w->staging, w->staging_len);
+	w->staging = NULL;
+}
+
+static void batch_finish(struct agent_batch *b)
+{
+	struct agent_session *s = b->s;
+	struct agent_worker *w = s->w;
+	uint32_t i;
+
+	for (i = 0; i < b->count; i++) {
+		if (b->files[i])
+			agent_store_file_put(s->store, b->files[i]);
+		b->files[i] = NULL;
+		w->stats.segs++;
+		if (b->st[i] < 0)
+			w->stats.seg_failed++;
+		else if (b->op == BCP_OP_BATCH_PULL)
+			w->stats.bytes_pulled += (uint64_t)b->st[i];
+		else
+			w->stats.bytes_pushed += (uint64_t)b->st[i];
+	}
+	agent_stats_op(&w->stats, b->op, 0, b->t0);
+	if (!s->peer_gone) {
+		struct bcp_msg rep;
+
+		memset(&rep, 0, sizeof(rep));
+		rep.hdr.magic = BCP_MAGIC;
+		rep.hdr.version = BCP_VERSION_MAX;
+		rep.hdr.opcode = b->op;
+		rep.hdr.flags = BCP_HF_REPLY;
+		rep.hdr.req_id = b->req_id;
+		rep.u.batch_rep.count = b->count;
+		rep.statuses = b->st;
+		agent_session_reply(s, &rep);
+	}
+	b->next = s->batch_pool;
+	s->batch_pool = b;
+	s->batches_live--;
+	s->kick = 1;
+}
+
+static void batch_chunk_end(struct agent_slot *sl, int res)
+{
+	struct agent_worker *w = sl->w;
+	struct agent_batch *b = sl->b;
+
+	if (res < 0) {
+		if (b->st[sl->seg] >= 0)
+			b->st[sl->seg] = res;
+	} else if (b->st[sl->seg] >= 0) {
+		b->st[sl->seg] += res;
+	}
+	sl->state = SLOT_FREE;
+	sl->b = NULL;
+	sl->next = w->free_slots;
+	w->free_slots = sl;
+	w->nfree++;
+	b->chunks_out--;
+	if (!b->chunks_out && !b->queued)
+		batch_finish(b);
+	agent_batch_schedule(w);
+}
+
+static void batch_submit_rw(struct agent_slot *sl)
+{
+	struct agent_batch *b = sl->b;
+	const struct bcp_seg *sg = &b->segs[sl->seg];
+	struct io_uring_sqe *sqe = agent_ring_sqe(&sl->w->ring);
+
+	if (sl->state == SLOT_READING)
+		io_uring_prep_read_fixed(sqe, b->fds[sl->seg], sl->buf,
+					 sl->len, sg->offset + sl->off,
+					 (int)sl->idx);
+	else
+		io_uring_prep_write_fixed(sqe, b->fds[sl->seg],
+					  sl->buf + sl->done,
+					  sl->len - sl->done,
+					  sg->offset + sl->off + sl->done,
+					  (int)sl->idx);
+	io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)sl | 1);
+}
+
+static void batch_post(struct agent_slot *sl, enum bcp_xsrv_dir dir)
+{
+	struct agent_batch *b = sl->b;
+	int ret;
+
+	if (b->s->peer_gone) {
+		batch_chunk_end(sl, -ECONNABORTED);
+		return;
+	}
+	sl->state = SLOT_XFER;
+	sl->op.dir = dir;
+	sl->op.region_id = b->segs[sl->seg].region_id;
+	sl->op.region_off = b->segs[sl->seg].region_off + sl->off;
+	sl->op.local = sl->buf;
+	sl->op.len = sl->len;
+	ret = bcp_xsrv_post(b->s->xsrv, &sl->op);
+	if (ret < 0)
+		batch_chunk_end(sl, ret);
+}
+
+void agent_batch_xfer_done(void *ctx, struct bcp_xsrv_op *op, int status)
+{
+	struct agent_slot *sl = (struct agent_slot *)op;
+
+	(void)ctx;
+	if (status < 0) {
+		batch_chunk_end(sl, status);
+		return;
+	}
+	if (sl->op.dir == BCP_XSRV_WRITE) {
+		batch_chunk_end(sl, (int)sl->len);
+		return;
+	}
+	if (sl->b->s->peer_gone) {
+		batch_chunk_end(sl, -ECONNABORTED);
+		return;
+	}
+	sl->state = SLOT_WRITING;
+	sl->done = 0;
+	batch_submit_rw(sl);
+}
+
+void agent_batch_ring_done(struct agent_worker *w, uint64_t user_data,
+			   int32_t res)
+{
+	struct agent_slot *sl = (struct agent_slot *)(uintptr_t)(user_data &
+								 ~1ull);
+
+	(void)w;
+	if (sl->state == SLOT_READING) {
+		if (res <= 0) {
+			batch_chunk_end(sl, res);
+			return;
+		}
+		sl->len = (uint32_t)res;
+		batch_post(sl, BCP_XSRV_WRITE);
+	} else if (sl->state == SLOT_WRITING) {
+		if (res < 0) {
+			batch_chunk_end(sl, res);
+			return;
+		}
+		if (res == 0) {
+			batch_chunk_end(sl, -EIO);
+			return;
+		}
+		sl->done += (uint32_t)res;
+		if (sl->done < sl->len)
+			batch_submit_rw(sl);
+		else
+			batch_chunk_end(sl, (int)sl->len);
+	}
+}
+
+static void batch_dequeue(struct agent_worker *w)
+{
+	struct agent_batch *b = w->bq_head;
+
+	w->bq_head = b->next;
+	if (!w->bq_head)
+		w->bq_tail = NULL;
+	b->next = NULL;
+	b->queued = 0;
+	if (!b->chunks_out)
+		batch_finish(b);
+}
+
+/* Start chunks while slots are free; re-entry is turned into a loop. */
+void agent_batch_schedule(struct agent_worker *w)
+{
+	if (w->in_sched) {
+		w->resched = 1;
+		return;
+	}
+	w->in_sched = 1;
+	do {
+		w->resched = 0;
+		while (w->bq_head && w->free_slots) {
+			struct agent_batch *b = w->bq_head;
+			struct agent_slot *sl;
+			const struct bcp_seg *sg;
+
+			if (b->s->peer_gone)
+				b->cur_seg = b->count;
+			while (b->cur_seg < b->count && b->st[b->cur_seg] < 0) {
+				b->cur_seg++;
+				b->cur_off = 0;
+			}
+			if (b->cur_seg >= b->count) {
+				batch_dequeue(w);
+				continue;
+			}
+			sg = &b->segs[b->cur_seg];
+			sl = w->free_slots;
+			w->free_slots = sl->next;
+			w->nfree--;
+			sl->next = NULL;
+			sl->b = b;
+			sl->seg = b->cur_seg;
+			sl->off = b->cur_off;
+			sl->len = sg->length - (uint32_t)b->cur_off;
+			if (sl->len > agent_cfg.slot_size)
+				sl->len = agent_cfg.slot_size;
+			sl->done = 0;
+			b->cur_off += sl->len;
+			if (b->cur_off >= sg->length) {
+				b->cur_seg++;
+				b->cur_off = 0;
+			}
+			b->chunks_out++;
+			if (b->op == BCP_OP_BATCH_PULL) {
+				sl->state = SLOT_READING;
+				batch_submit_rw(sl);
+			} else {
+				batch_post(sl, BCP_XSRV_READ);
+			}
+		}
+	} while (w->resched);
+	w->in_sched = 0;
+	if (!w->bq_head || w->free_slots)
+		return;
+	agent_dbg("worker %u: all %u slots busy, batches wait", w->idx,
+		  agent_cfg.queue_depth);
+}
+
+int agent_batch_start(struct agent_session *s, const struct bcp_msg *m)
+{
+	struct agent_worker *w = s->w;
+	struct agent_batch *b = s->batch_pool;
+	uint32_t i;
+
+	if (!b)
+		return -EAGAIN;
+	s->batch_pool = b->next;
+	s->batches_live++;
+	b->next = NULL;
+	b->s = s;
+	b->op = m->hdr.opcode;
+	b->req_id = m->hdr.req_id;
+	b->t0 = agent_now_ns();
+	b->count = m->u.batch_req.count;
+	b->cur_seg = 0;
+	b->cur_off = 0;
+	b->chunks_out = 0;
+	for (i = 0; i < b->count; i++) {
+		struct bcp_seg *sg = &b->segs[i];
+		uint64_t rlen;
+		enum bcp_err why;
+		int ret;
+
+		bcp_msg_seg(m, i, sg);
+		b->files[i] = NULL;
+		b->fds[i] = -1;
+		b->st[i] = 0;
+		ret = bcp_xsrv_region_len(s->xsrv, sg->region_id, &rlen);
+		if (ret == 0)
+			ret = bcp_seg_check(sg, rlen, &why);
+		else
+			ret = -EINVAL;
+		if (ret == 0 && sg->length == 0)
+			ret = -EINVAL;
+		if (ret == 0)
+			ret = agent_store_file_get(s->store, sg->fh,
+						   &b->files[i], &b->fds[i]);
+		if (ret < 0)
+			b->st[i] = ret;
+	}
+	b->queued = 1;
+	if (w->bq_tail)
+		w->bq_tail->next = b;
+	else
+		w->bq_head = b;
+	w->bq_tail = b;
+	agent_batch_schedule(w);
+	return 0;
+}

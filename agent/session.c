@@ -1,0 +1,833 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * session.c - one host session on a worker: the control connection's
+ * framing (incremental, non-blocking, descriptors received with
+ * SCM_RIGHTS), the handshake (HELLO, AUTH, DATA_ATTACH) and the dispatch of
+ * every request opcode to the store or the batch engine.
+ *
+ * States: SESS_AUTH -> SESS_READY -> SESS_CLOSING, through session_set().
+ * Backpressure: a frame is read only while the output buffer has room for
+ * its reply plus every batch reply that may still come, and a batch is
+ * started only while the session has a free batch; otherwise the socket is
+ * left unread, so memory stays bounded and max_inflight is enforced.
+ * A malformed frame gets an error reply and the connection is closed; a
+ * name the store refuses is only an error reply.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include "bcp_auth.h"
+#include "worker_i.h"
+
+static void session_set(struct agent_session *s, enum agent_session_state to)
+{
+	static const int ok[4][4] = {
+		[SESS_AUTH] = { [SESS_READY] = 1, [SESS_CLOSING] = 1 },
+		[SESS_READY] = { [SESS_CLOSING] = 1 },
+		[SESS_CLOSING] = { [SESS_CLOSING] = 1 },
+	};
+
+	if (!ok[s->state][to])
+		agent_err("session %s: bad state change %d -> %d", s->peer,
+			  s->state, to);
+	s->state = to;
+}
+
+struct agent_session *agent_session_new(struct agent_worker *w, int fd,
+					const char *peer, int is_unix)
+{
+	struct agent_session *s;
+	unsigned int i;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->rbuf = malloc(SESS_RCAP);
+	s->wbuf = malloc(SESS_WCAP);
+	s->batches = calloc(AGENT_INFLIGHT_MAX, sizeof(*s->batches));
+	if (!s->rbuf || !s->wbuf || !s->batches)
+		goto out_free;
+	s->store = agent_store_create(agent_cfg.root_fd, &w->ring);
+	if (!s->store)
+		goto out_free;
+	s->xsrv = bcp_xsrv_create(agent_batch_xfer_done, s);
+	if (!s->xsrv)
+		goto out_store;
+	for (i = 0; i < AGENT_INFLIGHT_MAX; i++) {
+		s->batches[i].next = s->batch_pool;
+		s->batch_pool = &s->batches[i];
+	}
+	s->w = w;
+	s->fd = fd;
+	s->is_unix = is_unix;
+	s->state = SESS_AUTH;
+	s->t_start = agent_now_ns();
+	snprintf(s->peer, sizeof(s->peer), "%s", peer);
+	s->tag.kind = AGENT_TAG_CTL;
+	s->tag.ptr = s;
+	s->data_tag.kind = AGENT_TAG_DATA;
+	s->data_tag.ptr = s;
+	s->ev = EPOLLIN;
+	struct epoll_event ev = { .events = s->ev, .data.ptr = &s->tag };
+
+	if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+		goto out_xsrv;
+	s->next = w->sessions;
+	if (w->sessions)
+		w->sessions->pprev = &s->next;
+	s->pprev = &w->sessions;
+	w->sessions = s;
+	w->nsessions++;
+	w->stats.sessions++;
+	return s;
+
+out_xsrv:
+	bcp_xsrv_destroy(s->xsrv);
+out_store:
+	agent_store_destroy(s->store);
+out_free:
+	free(s->batches);
+	free(s->wbuf);
+	free(s->rbuf);
+	free(s);
+	return NULL;
+}
+
+/* Only when no batch is live: nothing refers to s any more. */
+void agent_session_free(struct agent_session *s)
+{
+	struct agent_worker *w = s->w;
+	unsigned int i;
+
+	*s->pprev = s->next;
+	if (s->next)
+		s->next->pprev = s->pprev;
+	w->nsessions--;
+	if (bcp_xsrv_fd(s->xsrv) >= 0)
+		epoll_ctl(w->epfd, EPOLL_CTL_DEL, bcp_xsrv_fd(s->xsrv), NULL);
+	bcp_xsrv_destroy(s->xsrv);
+	epoll_ctl(w->epfd, EPOLL_CTL_DEL, s->fd, NULL);
+	close(s->fd);
+	for (i = 0; i < s->nfds; i++)
+		close(s->fds[i]);
+	agent_store_destroy(s->store);
+	agent_dbg("session %016" PRIx64 " from %s closed", s->id, s->peer);
+	free(s->batches);
+	free(s->wbuf);
+	free(s->rbuf);
+	free(s);
+	atomic_fetch_sub(&agent_live_sessions, 1);
+}
+
+void agent_session_close(struct agent_session *s, int peer_gone)
+{
+	if (peer_gone && !s->peer_gone) {
+		s->peer_gone = 1;
+		s->wlen = s->wpos = 0;
+		/* fails posted transfers: their chunks end, batches finish */
+		bcp_xsrv_fail(s->xsrv, -ECONNABORTED);
+		agent_batch_schedule(s->w);
+	}
+	if (s->state != SESS_CLOSING)
+		session_set(s, SESS_CLOSING);
+}
+
+int agent_session_reply(struct agent_session *s, const struct bcp_msg *m)
+{
+	int n;
+
+	if (s->peer_gone)
+		return -ENOTCONN;
+	if (s->wpos && s->wpos == s->wlen)
+		s->wpos = s->wlen = 0;
+	n = bcp_encode(s->wbuf + s->wlen, SESS_WCAP - s->wlen, m);
+	if (n < 0) {
+		agent_err("session %s: cannot encode a %s reply: %s", s->peer,
+			  bcp_op_name(m->hdr.opcode), strerror(-n));
+		agent_session_close(s, 0);
+		return n;
+	}
+	s->wlen += (uint32_t)n;
+	return 0;
+}
+
+static int session_status(struct agent_session *s, const struct bcp_msg *req,
+			  int status)
+{
+	struct bcp_msg rep;
+
+	bcp_msg_init_reply(&rep, req, status);
+	return agent_session_reply(s, &rep);
+}
+
+int agent_session_flush(struct agent_session *s)
+{
+	while (s->wpos < s->wlen && !s->peer_gone) {
+		ssize_t n = send(s->fd, s->wbuf + s->wpos, s->wlen - s->wpos,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				return 0;
+			agent_warn("session %s: send failed: %s", s->peer,
+				   strerror(errno));
+			agent_session_close(s, 1);
+			return -errno;
+		}
+		s->wpos += (uint32_t)n;
+	}
+	if (s->wpos == s->wlen) {
+		s->wpos = s->wlen = 0;
+	} else if (s->wpos > SESS_WCAP / 2) {
+		memmove(s->wbuf, s->wbuf + s->wpos, s->wlen - s->wpos);
+		s->wlen -= s->wpos;
+		s->wpos = 0;
+	}
+	return 0;
+}
+
+/* May another frame be read and served now? */
+static int session_can_take(const struct agent_session *s)
+{
+	return s->state != SESS_CLOSING && !s->w->stopping &&
+	       SESS_WCAP - s->wlen >= BCP_FRAME_MAX +
+		       AGENT_INFLIGHT_MAX * SESS_BATCH_REP_MAX;
+}
+
+void agent_session_update_events(struct agent_session *s)
+{
+	struct agent_worker *w = s->w;
+	uint32_t ev = 0, dev;
+	int dfd;
+
+	if (s->peer_gone)
+		ev = 0;
+	else if (session_can_take(s) && s->batch_pool &&
+		 s->rlen < SESS_RCAP)
+		ev = EPOLLIN;
+	if (!s->peer_gone && s->wpos < s->wlen)
+		ev |= EPOLLOUT;
+	if (ev != s->ev) {
+		struct epoll_event e = { .events = ev, .data.ptr = &s->tag };
+
+		epoll_ctl(w->epfd, EPOLL_CTL_MOD, s->fd, &e);
+		s->ev = ev;
+	}
+	dfd = bcp_xsrv_fd(s->xsrv);
+	dev = bcp_xsrv_events(s->xsrv);
+	if (dfd >= 0 && dev != s->data_ev) {
+		struct epoll_event e = { .events = dev,
+					 .data.ptr = &s->data_tag };
+
+		epoll_ctl(w->epfd, EPOLL_CTL_MOD, dfd, &e);
+		s->data_ev = dev;
+	}
+}
+
+static void session_bad_frame(struct agent_session *s, const void *frame,
+			      int ret, enum bcp_err why)
+{
+	struct bcp_hdr h;
+	struct bcp_msg req;
+
+	s->w->stats.bad_frames++;
+	agent_warn("session %s: bad frame (%s): %s; closing the connection",
+		   s->peer, bcp_err_str(why), strerror(-ret));
+	bcp_dec_hdr(frame, &h);
+	if (h.magic == BCP_MAGIC && h.opcode > 0 && h.opcode < BCP_OP_MAX &&
+	    strcmp(bcp_op_name(h.opcode), "?") && !(h.flags & BCP_HF_REPLY)) {
+		memset(&req, 0, sizeof(req));
+		req.hdr = h;
+		session_status(s, &req, ret);
+	}
+	agent_session_close(s, 0);
+}
+
+/* Decode errors that concern one name or value, not the framing. */
+static int session_soft_err(enum bcp_err why)
+{
+	switch (why) {
+	case BCP_E_NAME_EMPTY: case BCP_E_NAME_TOO_LONG:
+	case BCP_E_NAME_SLASH: case BCP_E_NAME_DOT: case BCP_E_NAME_NUL:
+	case BCP_E_TARGET_TOO_LONG: case BCP_E_TARGET_EMPTY:
+	case BCP_E_TARGET_NUL: case BCP_E_XATTR_NAME:
+	case BCP_E_XATTR_VALUE_TOO_LONG:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+void agent_session_hello(struct agent_session *s, const struct bcp_msg *m)
+{
+	const struct bcp_hello_req *hq = &m->u.hello_req;
+	uint16_t lo = hq->ver_min > BCP_VERSION_MIN ? hq->ver_min :
+						      BCP_VERSION_MIN;
+	uint16_t hi = hq->ver_max < BCP_VERSION_MAX ? hq->ver_max :
+						      BCP_VERSION_MAX;
+	uint64_t offered = BCP_FEAT_TCP_DATA | BCP_FEAT_READDIRPLUS |
+			   BCP_FEAT_COPY_RANGE;
+	struct bcp_msg rep;
+	uint64_t id;
+
+	if (lo > hi) {
+		agent_warn("session %s: no common protocol version (host %u..%u,"
+			   " agent %u..%u)", s->peer, hq->ver_min, hq->ver_max,
+			   BCP_VERSION_MIN, BCP_VERSION_MAX);
+		session_status(s, m, -EPROTONOSUPPORT);
+		agent_session_close(s, 0);
+		return;
+	}
+	if (s->is_unix)
+		offered |= BCP_FEAT_SHM;
+	memcpy(s->nonce_c, hq->nonce, BCP_NONCE_LEN);
+	if (bcp_random(s->nonce_s, BCP_NONCE_LEN) < 0 ||
+	    bcp_random(&id, sizeof(id)) < 0) {
+		agent_err("session %s: no random bytes for the handshake",
+			  s->peer);
+		session_status(s, m, -EIO);
+		agent_session_close(s, 0);
+		return;
+	}
+	/* the low byte routes a DATA_ATTACH to this worker */
+	s->id = (id & ~0xffull) | s->w->idx;
+	if (s->id == 0)
+		s->id = 0x100 | s->w->idx;
+	s->features = hq->features & offered;
+	bcp_msg_init_reply(&rep, m, 0);
+	rep.u.hello_rep.version = hi;
+	rep.u.hello_rep.max_segs = BCP_SEGS_MAX;
+	rep.u.hello_rep.features = s->features;
+	rep.u.hello_rep.max_frame = BCP_FRAME_MAX;
+	rep.u.hello_rep.max_inflight = AGENT_INFLIGHT_MAX;
+	rep.u.hello_rep.slot_size = agent_cfg.slot_size;
+	rep.u.hello_rep.nslots = agent_cfg.queue_depth;
+	rep.u.hello_rep.session = s->id;
+	memcpy(rep.u.hello_rep.nonce, s->nonce_s, BCP_NONCE_LEN);
+	agent_session_reply(s, &rep);
+	agent_session_flush(s);
+}
+
+static const uint8_t *session_secret(size_t *len)
+{
+	static const uint8_t empty[1];
+
+	*len = agent_cfg.secret_len;
+	return agent_cfg.secret ? agent_cfg.secret : empty;
+}
+
+static void session_auth(struct agent_session *s, const struct bcp_msg *m)
+{
+	uint8_t mac[BCP_MAC_LEN];
+	struct bcp_msg rep;
+	const uint8_t *key;
+	size_t klen;
+
+	key = session_secret(&klen);
+	if (bcp_auth_mac(key, klen, BCP_AUTH_LABEL_CLIENT, s->nonce_s,
+			 BCP_NONCE_LEN, s->nonce_c, BCP_NONCE_LEN, mac) < 0) {
+		agent_err("session %s: cannot compute a MAC", s->peer);
+		goto out_refuse;
+	}
+	if (!bcp_auth_mac_equal(mac, m->u.auth_req.mac)) {
+		s->w->stats.auth_failed++;
+		agent_warn("session %s: authentication failed: the host's "
+			   "secret does not match this agent's", s->peer);
+		goto out_refuse;
+	}
+	bcp_msg_init_reply(&rep, m, 0);
+	if (bcp_auth_mac(key, klen, BCP_AUTH_LABEL_SERVER, s->nonce_c,
+			 BCP_NONCE_LEN, s->nonce_s, BCP_NONCE_LEN,
+			 rep.u.auth_rep.mac) < 0) {
+		agent_err("session %s: cannot compute a MAC", s->peer);
+		goto out_refuse;
+	}
+	rep.u.auth_rep.root = agent_store_root(s->store);
+	session_set(s, SESS_READY);
+	agent_session_reply(s, &rep);
+	agent_info("session %016" PRIx64 " from %s authenticated", s->id,
+		   s->peer);
+	return;
+
+out_refuse:
+	session_status(s, m, -EACCES);
+	agent_session_close(s, 0);
+}
+
+void agent_session_attach(struct agent_worker *w, int fd, const char *peer,
+			  const struct bcp_msg *m)
+{
+	const struct bcp_attach_req *a = &m->u.attach_req;
+	struct agent_session *s;
+	uint8_t mac[BCP_MAC_LEN], le[8];
+	struct bcp_msg rep;
+	uint8_t buf[64];
+	const uint8_t *key;
+	size_t klen;
+	int ret = -EACCES, n, i;
+
+	for (s = w->sessions; s; s = s->next)
+		if (s->id == a->session && s->state == SESS_READY)
+			break;
+	if (!s) {
+		agent_warn("data connection from %s names no live session",
+			   peer);
+		goto out_reply;
+	}
+	for (i = 0; i < 8; i++)
+		le[i] = (uint8_t)(a->session >> (8 * i));
+	key = session_secret(&klen);
+	if (bcp_auth_mac(key, klen, BCP_AUTH_LABEL_DATA, s->nonce_s,
+			 BCP_NONCE_LEN, le, 8, mac) < 0 ||
+	    !bcp_auth_mac_equal(mac, a->mac)) {
+		w->stats.auth_failed++;
+		agent_warn("data connection from %s: authentication failed",
+			   peer);
+		goto out_reply;
+	}
+	if (!(s->features & BCP_FEAT_TCP_DATA) ||
+	    bcp_xsrv_fd(s->xsrv) >= 0) {
+		agent_warn("data connection from %s: session %016" PRIx64
+			   " has one already or did not ask for it", peer,
+			   s->id);
+		ret = -EBUSY;
+		goto out_reply;
+	}
+	ret = 0;
+
+out_reply:
+	bcp_msg_init_reply(&rep, m, ret);
+	n = bcp_encode(buf, sizeof(buf), &rep);
+	if (n > 0 && send(fd, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) !=
+		     n && ret == 0) {
+		agent_warn("data connection from %s: cannot reply", peer);
+		ret = -EIO;
+	}
+	if (ret < 0) {
+		close(fd);
+		return;
+	}
+	{
+		struct epoll_event ev = { .events = EPOLLIN,
+					  .data.ptr = &s->data_tag };
+
+		bcp_xsrv_data_attach(s->xsrv, fd);
+		s->data_ev = EPOLLIN;
+		if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+			agent_err("data connection: epoll: %s",
+				  strerror(errno));
+			bcp_xsrv_fail(s->xsrv, -EIO);
+			return;
+		}
+	}
+	agent_dbg("session %016" PRIx64 ": data connection from %s", s->id,
+		  peer);
+}
+
+static void session_register(struct agent_session *s, const struct bcp_msg *m)
+{
+	const struct bcp_region_req *r = &m->u.region_req;
+	int fd = -1, ret;
+	unsigned int i;
+
+	if (m->hdr.flags & BCP_HF_FD) {
+		if (!s->nfds) {
+			session_status(s, m, -EBADF);
+			return;
+		}
+		fd = s->fds[0];
+		for (i = 1; i < s->nfds; i++)
+			s->fds[i - 1] = s->fds[i];
+		s->nfds--;
+	}
+	if (r->kind == BCP_REGION_SHM && !(s->features & BCP_FEAT_SHM))
+		ret = -EOPNOTSUPP;
+	else
+		ret = bcp_xsrv_region_register(s->xsrv, r->region_id, r->kind,
+					       r->length, r->addr, r->rkey, fd);
+	if (fd >= 0)
+		close(fd);
+	if (ret < 0)
+		agent_warn("session %s: region %u refused: %s", s->peer,
+			   r->region_id, strerror(-ret));
+	session_status(s, m, ret);
+}
+
+/* Serve one decoded request.  -EAGAIN: not now (backpressure). */
+static int session_dispatch(struct agent_session *s, struct bcp_msg *m,
+			    uint64_t t0)
+{
+	struct agent_store *st = s->store;
+	uint8_t tail[BCP_XATTR_LIST_MAX > BCP_READDIR_MAX ?
+		     BCP_XATTR_LIST_MAX : BCP_READDIR_MAX];
+	struct bcp_msg rep;
+	int ret = 0;
+	uint32_t i;
+
+	bcp_msg_init_reply(&rep, m, 0);
+	switch (m->hdr.opcode) {
+	case BCP_OP_PING:
+		break;
+	case BCP_OP_LOOKUP:
+		ret = agent_store_lookup(st, m->u.named_req.parent, m->name,
+					 m->u.named_req.name_len,
+					 &rep.u.entry_rep.entry);
+		break;
+	case BCP_OP_GETATTR:
+		ret = agent_store_getattr(st, m->u.node_req.handle,
+					  m->u.node_req.fh,
+					  &rep.u.attr_rep.attr);
+		break;
+	case BCP_OP_SETATTR:
+		ret = agent_store_setattr(st, &m->u.setattr_req,
+					  &rep.u.attr_rep.attr);
+		break;
+	case BCP_OP_CREATE:
+		ret = agent_store_create_file(st, &m->u.create_req, m->name,
+					      &rep.u.create_rep);
+		break;
+	case BCP_OP_MKDIR:
+		ret = agent_store_mkdir(st, &m->u.mkdir_req, m->name,
+					&rep.u.entry_rep.entry);
+		break;
+	case BCP_OP_MKNOD:
+		ret = agent_store_mknod(st, &m->u.mknod_req, m->name,
+					&rep.u.entry_rep.entry);
+		break;
+	case BCP_OP_SYMLINK:
+		ret = agent_store_symlink(st, &m->u.symlink_req, m->name,
+					  m->name2, &rep.u.entry_rep.entry);
+		break;
+	case BCP_OP_READLINK:
+		ret = agent_store_readlink(st, m->u.handle_req.handle,
+					   (char *)tail, BCP_SYMLINK_MAX);
+		if (ret >= 0) {
+			rep.u.readlink_rep.len = (uint32_t)ret;
+			rep.data = tail;
+			rep.data_len = (uint32_t)ret;
+			ret = 0;
+		}
+		break;
+	case BCP_OP_LINK:
+		ret = agent_store_link(st, &m->u.link_req, m->name,
+				       &rep.u.entry_rep.entry);
+		break;
+	case BCP_OP_UNLINK:
+	case BCP_OP_RMDIR:
+		ret = agent_store_unlink(st, m->u.named_req.parent, m->name,
+					 m->u.named_req.name_len,
+					 m->hdr.opcode == BCP_OP_RMDIR);
+		break;
+	case BCP_OP_RENAME:
+		ret = agent_store_rename(st, &m->u.rename_req, m->name,
+					 m->name2);
+		break;
+	case BCP_OP_OPEN:
+	case BCP_OP_OPENDIR:
+		ret = agent_store_open(st, m->u.open_req.handle,
+				       m->u.open_req.flags,
+				       m->hdr.opcode == BCP_OP_OPENDIR,
+				       &rep.u.open_rep);
+		break;
+	case BCP_OP_RELEASE:
+	case BCP_OP_RELEASEDIR:
+		ret = agent_store_release(st, m->u.node_req.handle,
+					  m->u.node_req.fh,
+					  m->hdr.opcode == BCP_OP_RELEASEDIR);
+		break;
+	case BCP_OP_READDIR: {
+		size_t len = 0;
+
+		ret = agent_store_readdir(st, &m->u.readdir_req, tail,
+					  BCP_READDIR_MAX, &len,
+					  &rep.u.readdir_rep.count,
+					  &rep.u.readdir_rep.eof);
+		rep.dirents = tail;
+		rep.dirents_len = (uint32_t)len;
+		break;
+	}
+	case BCP_OP_STATFS:
+		ret = agent_store_statfs(st, m->u.handle_req.handle,
+					 &rep.u.statfs_rep);
+		break;
+	case BCP_OP_FSYNC:
+	case BCP_OP_FSYNCDIR:
+		ret = agent_store_fsync(st, m->u.fsync_req.handle,
+					m->u.fsync_req.fh,
+					(int)m->u.fsync_req.datasync,
+					m->hdr.opcode == BCP_OP_FSYNCDIR);
+		break;
+	case BCP_OP_FALLOCATE:
+		ret = agent_store_fallocate(st, &m->u.fallocate_req);
+		break;
+	case BCP_OP_SETXATTR:
+		ret = agent_store_setxattr(st, m->u.setxattr_req.handle,
+					   m->u.setxattr_req.flags, m->name,
+					   m->u.setxattr_req.name_len,
+					   m->data, m->data_len);
+		break;
+	case BCP_OP_GETXATTR:
+	case BCP_OP_LISTXATTR: {
+		uint32_t size = m->hdr.opcode == BCP_OP_GETXATTR ?
+				m->u.getxattr_req.size :
+				m->u.listxattr_req.size;
+
+		if (size > sizeof(tail))
+			size = sizeof(tail);
+		if (m->hdr.opcode == BCP_OP_GETXATTR)
+			ret = agent_store_getxattr(st,
+						   m->u.getxattr_req.handle,
+						   m->name,
+						   m->u.getxattr_req.name_len,
+						   tail, size);
+		else
+			ret = agent_store_listxattr(st,
+						    m->u.listxattr_req.handle,
+						    tail, size);
+		if (ret >= 0) {
+			rep.u.xattr_rep.size = (uint32_t)ret;
+			if (size) {
+				rep.data = tail;
+				rep.data_len = (uint32_t)ret;
+			}
+			ret = 0;
+		}
+		break;
+	}
+	case BCP_OP_REMOVEXATTR:
+		ret = agent_store_removexattr(st, m->u.removexattr_req.handle,
+					      m->name,
+					      m->u.removexattr_req.name_len);
+		break;
+	case BCP_OP_FORGET:
+		for (i = 0; i < m->u.forget_req.count; i++) {
+			struct bcp_forget_one f;
+
+			bcp_msg_forget(m, i, &f);
+			agent_store_forget(st, f.handle, f.nlookup);
+		}
+		break;
+	case BCP_OP_COPY_FILE_RANGE:
+		ret = agent_store_copy(st, &m->u.copy_req,
+				       &rep.u.copy_rep.copied);
+		break;
+	case BCP_OP_LSEEK:
+		ret = agent_store_lseek(st, &m->u.lseek_req,
+					&rep.u.lseek_rep.offset);
+		break;
+	case BCP_OP_REGISTER_REGION:
+		session_register(s, m);
+		agent_stats_op(&s->w->stats, m->hdr.opcode, 0, t0);
+		return 0;
+	case BCP_OP_UNREGISTER_REGION:
+		ret = bcp_xsrv_region_unregister(s->xsrv,
+						 m->u.unregion_req.region_id);
+		break;
+	case BCP_OP_BATCH_PULL:
+	case BCP_OP_BATCH_PUSH:
+		return agent_batch_start(s, m);
+	default:
+		/* HELLO/AUTH again, DATA_* from the host: out of place */
+		agent_warn("session %s: %s is not valid here; closing",
+			   s->peer, bcp_op_name(m->hdr.opcode));
+		s->w->stats.bad_frames++;
+		session_status(s, m, -EPROTO);
+		agent_session_close(s, 0);
+		return 0;
+	}
+	agent_stats_op(&s->w->stats, m->hdr.opcode, ret, t0);
+	if (ret < 0) {
+		bcp_msg_init_reply(&rep, m, ret);
+		agent_dbg("session %s: %s: %s", s->peer,
+			  bcp_op_name(m->hdr.opcode), strerror(-ret));
+	}
+	agent_session_reply(s, &rep);
+	return 0;
+}
+
+/* One whole frame of len bytes.  -EAGAIN leaves it buffered. */
+static int session_frame(struct agent_session *s, uint8_t *frame, size_t len)
+{
+	uint64_t t0 = agent_now_ns();
+	struct bcp_msg m;
+	enum bcp_err why = BCP_E_OK;
+	int ret;
+
+	ret = bcp_decode(frame, len, &m, &why);
+	if (ret < 0) {
+		struct bcp_hdr h;
+
+		if (session_soft_err(why) && !bcp_dec_hdr(frame, &h) &&
+		    !(h.flags & BCP_HF_REPLY) && s->state == SESS_READY) {
+			struct bcp_msg req;
+
+			memset(&req, 0, sizeof(req));
+			req.hdr = h;
+			agent_stats_op(&s->w->stats, h.opcode, ret, t0);
+			return session_status(s, &req, ret) < 0 ? 0 : 0;
+		}
+		session_bad_frame(s, frame, ret, why);
+		return 0;
+	}
+	if (m.hdr.flags & BCP_HF_REPLY) {
+		session_bad_frame(s, frame, -EBADMSG, BCP_E_BAD_FLAGS);
+		return 0;
+	}
+	if ((m.hdr.flags & BCP_HF_FD) &&
+	    (!s->is_unix || m.hdr.opcode != BCP_OP_REGISTER_REGION)) {
+		session_bad_frame(s, frame, -EBADMSG, BCP_E_BAD_FLAGS);
+		return 0;
+	}
+	if (s->state == SESS_AUTH) {
+		if (m.hdr.opcode != BCP_OP_AUTH) {
+			agent_warn("session %s: %s before authentication; "
+				   "closing", s->peer,
+				   bcp_op_name(m.hdr.opcode));
+			session_status(s, &m, -EACCES);
+			agent_session_close(s, 0);
+			return 0;
+		}
+		session_auth(s, &m);
+		return 0;
+	}
+	return session_dispatch(s, &m, t0);
+}
+
+void agent_session_parse(struct agent_session *s)
+{
+	uint32_t pos = 0;
+
+	s->kick = 0;
+	while (s->state != SESS_CLOSING && !s->w->stopping &&
+	       s->rlen - pos >= BCP_HDR_SIZE) {
+		struct bcp_hdr h;
+		enum bcp_err why = BCP_E_OK;
+		uint32_t flen;
+		int ret;
+
+		if (!session_can_take(s))
+			break;
+		ret = bcp_hdr_check(s->rbuf + pos, BCP_FRAME_MAX, &h, &why);
+		if (ret < 0) {
+			session_bad_frame(s, s->rbuf + pos, ret, why);
+			break;
+		}
+		flen = BCP_HDR_SIZE + h.payload_len;
+		if (s->rlen - pos < flen)
+			break;
+		if ((h.opcode == BCP_OP_BATCH_PULL ||
+		     h.opcode == BCP_OP_BATCH_PUSH) && !s->batch_pool &&
+		    s->state == SESS_READY)
+			break;	/* max_inflight reached: wait */
+		ret = session_frame(s, s->rbuf + pos, flen);
+		if (ret == -EAGAIN)
+			break;
+		pos += flen;
+	}
+	if (pos) {
+		memmove(s->rbuf, s->rbuf + pos, s->rlen - pos);
+		s->rlen -= pos;
+	}
+}
+
+static void session_take_fds(struct agent_session *s, struct msghdr *mh)
+{
+	struct cmsghdr *c;
+
+	for (c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		int *fds = (int *)CMSG_DATA(c);
+		size_t i, n;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < n; i++) {
+			if (s->nfds < SESS_FDS_MAX && s->is_unix) {
+				s->fds[s->nfds++] = fds[i];
+			} else {
+				agent_warn_rl("session %s: unexpected "
+					      "descriptor dropped", s->peer);
+				close(fds[i]);
+			}
+		}
+	}
+}
+
+void agent_session_on_ctl(struct agent_session *s, uint32_t events)
+{
+	if (events & EPOLLOUT)
+		agent_session_flush(s);
+	if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && !s->peer_gone &&
+	    s->state != SESS_CLOSING) {
+		union {
+			char buf[CMSG_SPACE(sizeof(int) * SESS_FDS_MAX)];
+			struct cmsghdr align;
+		} cbuf;
+		struct iovec iov = {
+			.iov_base = s->rbuf + s->rlen,
+			.iov_len = SESS_RCAP - s->rlen,
+		};
+		struct msghdr mh = {
+			.msg_iov = &iov, .msg_iovlen = 1,
+			.msg_control = cbuf.buf,
+			.msg_controllen = sizeof(cbuf.buf),
+		};
+		ssize_t n;
+
+		if (!iov.iov_len)
+			return;
+		n = recvmsg(s->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				return;
+			agent_info("session %s: connection lost: %s", s->peer,
+				   strerror(errno));
+			agent_session_close(s, 1);
+			return;
+		}
+		session_take_fds(s, &mh);
+		if (mh.msg_flags & MSG_CTRUNC)
+			agent_warn_rl("session %s: descriptors truncated",
+				      s->peer);
+		if (n == 0) {
+			if (s->rlen)
+				agent_warn("session %s: closed mid-frame",
+					   s->peer);
+			else
+				agent_dbg("session %s: closed by the host",
+					  s->peer);
+			agent_session_close(s, 1);
+			return;
+		}
+		s->rlen += (uint32_t)n;
+		agent_session_parse(s);
+	}
+}
+
+void agent_session_on_data(struct agent_session *s, uint32_t events)
+{
+	const char *why;
+	int ret;
+
+	ret = bcp_xsrv_progress(s->xsrv, events, &why);
+	if (ret < 0) {
+		if (ret == -ECONNRESET)
+			agent_info("session %s: %s; closing the session",
+				   s->peer, why);
+		else
+			agent_warn("session %s: data connection: %s (%s); "
+				   "closing the session", s->peer, why,
+				   strerror(-ret));
+		s->data_ev = 0;
+		agent_session_close(s, 1);
+	}
+}

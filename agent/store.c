@@ -1,0 +1,1159 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * store.c - the posix backend of bluecache-agent (see store.h).
+ *
+ * Nodes are kept like libfuse's passthrough_hp keeps inodes: an O_PATH fd
+ * opened with O_NOFOLLOW and a lookup count mirroring the host kernel's.
+ * Operations that need a real file descriptor or a path go through
+ * /proc/self/fd/N of that O_PATH fd (after checking the node's type, which
+ * never changes for an inode) or use *at(fd, "", AT_EMPTY_PATH).
+ *
+ * Lifetimes: a node lives while its lookup count is above zero (the root
+ * forever); an open file lives until RELEASE and until the last in-flight
+ * transfer drops its reference.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+
+#include "store.h"
+
+#define STORE_BUCKETS		4096
+#define STORE_DENTS_BUF		32768
+#define STORE_COPY_MAX		(64ull << 20)	/* per COPY_FILE_RANGE */
+
+struct store_node {
+	uint64_t handle;
+	uint64_t dev, ino;
+	uint64_t nlookup;
+	uint32_t mode;			/* S_IFMT bits */
+	int fd;				/* O_PATH | O_NOFOLLOW */
+	struct store_node *hnext;	/* by handle */
+	struct store_node *inext;	/* by (dev, ino) */
+};
+
+struct agent_file {
+	int fd;
+	int dir;
+	int closing;			/* RELEASE seen */
+	unsigned int refs;		/* 1 for the fh + in-flight transfers */
+	uint32_t gen;
+	uint32_t next_free;
+};
+
+struct agent_store {
+	struct agent_ring *ring;
+	int root_fd;
+	uid_t euid;
+	struct store_node *root;
+	uint64_t next_handle;
+	uint64_t nnodes;
+	struct store_node *by_handle[STORE_BUCKETS];
+	struct store_node *by_ino[STORE_BUCKETS];
+	struct agent_file *files;
+	uint32_t nfiles, cap_files, free_head, live_files;
+	char *dents;
+};
+
+#define FILE_NONE	UINT32_MAX
+
+static unsigned int store_hash(uint64_t v)
+{
+	v ^= v >> 33;
+	v *= 0xff51afd7ed558ccdull;
+	v ^= v >> 33;
+	return (unsigned int)(v % STORE_BUCKETS);
+}
+
+static void store_procpath(char *buf, size_t cap, int fd)
+{
+	snprintf(buf, cap, "/proc/self/fd/%d", fd);
+}
+
+/* Copy a name into a C string after checking it again at this boundary. */
+static int store_name(const char *name, size_t len, char out[256])
+{
+	enum bcp_err why;
+	int ret;
+
+	ret = bcp_name_check(name, len, &why);
+	if (ret < 0)
+		return ret;
+	memcpy(out, name, len);
+	out[len] = '\0';
+	return 0;
+}
+
+static struct store_node *store_node_find(struct agent_store *s,
+					  uint64_t handle)
+{
+	struct store_node *n;
+
+	for (n = s->by_handle[store_hash(handle)]; n; n = n->hnext)
+		if (n->handle == handle)
+			return n;
+	return NULL;
+}
+
+static void store_attr_fill(const struct statx *x, struct bcp_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->ino = x->stx_ino;
+	a->size = x->stx_size;
+	a->blocks = x->stx_blocks;
+	a->atime = x->stx_atime.tv_sec;
+	a->atime_nsec = x->stx_atime.tv_nsec;
+	a->mtime = x->stx_mtime.tv_sec;
+	a->mtime_nsec = x->stx_mtime.tv_nsec;
+	a->ctime = x->stx_ctime.tv_sec;
+	a->ctime_nsec = x->stx_ctime.tv_nsec;
+	a->mode = x->stx_mode;
+	a->nlink = x->stx_nlink;
+	a->uid = x->stx_uid;
+	a->gid = x->stx_gid;
+	a->blksize = x->stx_blksize;
+	a->rdev = makedev(x->stx_rdev_major, x->stx_rdev_minor);
+}
+
+static int store_statx(struct agent_store *s, int fd, struct statx *x)
+{
+	struct io_uring_sqe *sqe = agent_ring_sqe(s->ring);
+
+	io_uring_prep_statx(sqe, fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW,
+			    STATX_BASIC_STATS, x);
+	return agent_ring_wait(s->ring, sqe);
+}
+
+/* openat2 beneath dirfd through the ring; returns an fd or -errno. */
+static int store_openat2(struct agent_store *s, int dirfd, const char *name,
+			 uint64_t flags, uint64_t mode, uint64_t resolve)
+{
+	struct open_how how = {
+		.flags = flags | O_CLOEXEC,
+		.mode = mode,
+		.resolve = resolve | RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+	};
+	struct io_uring_sqe *sqe = agent_ring_sqe(s->ring);
+
+	io_uring_prep_openat2(sqe, dirfd, name, &how);
+	return agent_ring_wait(s->ring, sqe);
+}
+
+/*
+ * Take a lookup reference on the inode behind fd (an O_PATH fd whose
+ * ownership moves here): the existing node, or a new one.
+ */
+static int store_node_get(struct agent_store *s, int fd,
+			  struct bcp_entry *out)
+{
+	struct store_node *n;
+	struct statx x;
+	unsigned int b;
+	int ret;
+
+	ret = store_statx(s, fd, &x);
+	if (ret < 0)
+		goto out_close;
+	b = store_hash(((uint64_t)makedev(x.stx_dev_major, x.stx_dev_minor)
+			<< 32) ^ x.stx_ino);
+	for (n = s->by_ino[b]; n; n = n->inext) {
+		if (n->ino == x.stx_ino &&
+		    n->dev == makedev(x.stx_dev_major, x.stx_dev_minor))
+			break;
+	}
+	if (n) {
+		close(fd);
+		n->nlookup++;
+	} else {
+		if (s->nnodes >= AGENT_HANDLES_MAX) {
+			agent_warn_rl("handle limit (%u per session) reached",
+				      AGENT_HANDLES_MAX);
+			ret = -ENFILE;
+			goto out_close;
+		}
+		n = calloc(1, sizeof(*n));
+		if (!n) {
+			ret = -ENOMEM;
+			goto out_close;
+		}
+		n->handle = s->next_handle++;
+		n->dev = makedev(x.stx_dev_major, x.stx_dev_minor);
+		n->ino = x.stx_ino;
+		n->mode = x.stx_mode & S_IFMT;
+		n->fd = fd;
+		n->nlookup = 1;
+		n->inext = s->by_ino[b];
+		s->by_ino[b] = n;
+		b = store_hash(n->handle);
+		n->hnext = s->by_handle[b];
+		s->by_handle[b] = n;
+		s->nnodes++;
+	}
+	if (out) {
+		memset(out, 0, sizeof(*out));
+		out->handle = n->handle;
+		store_attr_fill(&x, &out->attr);
+	}
+	return 0;
+
+out_close:
+	close(fd);
+	return ret;
+}
+
+static void store_node_drop(struct agent_store *s, struct store_node *n)
+{
+	struct store_node **pp;
+
+	for (pp = &s->by_handle[store_hash(n->handle)]; *pp;
+	     pp = &(*pp)->hnext) {
+		if (*pp == n) {
+			*pp = n->hnext;
+			break;
+		}
+	}
+	for (pp = &s->by_ino[store_hash((n->dev << 32) ^ n->ino)]; *pp;
+	     pp = &(*pp)->inext) {
+		if (*pp == n) {
+			*pp = n->inext;
+			break;
+		}
+	}
+	close(n->fd);
+	free(n);
+	s->nnodes--;
+}
+
+struct agent_store *agent_store_create(int root_fd, struct agent_ring *r)
+{
+	struct agent_store *s;
+	int fd;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->dents = malloc(STORE_DENTS_BUF);
+	if (!s->dents)
+		goto out_free;
+	s->ring = r;
+	s->root_fd = root_fd;
+	s->euid = geteuid();
+	s->next_handle = 2;	/* 0 = none, 1 = the FUSE root nodeid */
+	s->free_head = FILE_NONE;
+	fd = fcntl(root_fd, F_DUPFD_CLOEXEC, 3);
+	if (fd < 0)
+		goto out_free_dents;
+	if (store_node_get(s, fd, NULL) < 0)
+		goto out_free_dents;
+	s->root = store_node_find(s, 2);
+	return s;
+
+out_free_dents:
+	free(s->dents);
+out_free:
+	free(s);
+	return NULL;
+}
+
+void agent_store_destroy(struct agent_store *s)
+{
+	unsigned int i;
+
+	if (!s)
+		return;
+	for (i = 0; i < s->nfiles; i++)
+		if (s->files[i].fd >= 0)
+			close(s->files[i].fd);
+	free(s->files);
+	for (i = 0; i < STORE_BUCKETS; i++) {
+		while (s->by_handle[i])
+			store_node_drop(s, s->by_handle[i]);
+	}
+	free(s->dents);
+	free(s);
+}
+
+uint64_t agent_store_root(const struct agent_store *s)
+{
+	return s->root->handle;
+}
+
+void agent_store_counts(const struct agent_store *s, uint64_t *handles,
+			uint64_t *files)
+{
+	*handles = s->nnodes;
+	*files = s->live_files;
+}
+
+static int store_dir_node(struct agent_store *s, uint64_t handle,
+			  struct store_node **out)
+{
+	struct store_node *n = store_node_find(s, handle);
+
+	if (!n)
+		return -ESTALE;
+	if (n->mode != S_IFDIR)
+		return -ENOTDIR;
+	*out = n;
+	return 0;
+}
+
+static int store_lookup_fd(struct agent_store *s, int dirfd, const char *name,
+			   struct bcp_entry *out)
+{
+	int fd;
+
+	fd = store_openat2(s, dirfd, name, O_PATH | O_NOFOLLOW, 0,
+			   RESOLVE_NO_SYMLINKS);
+	if (fd < 0)
+		return fd;
+	return store_node_get(s, fd, out);
+}
+
+int agent_store_lookup(struct agent_store *s, uint64_t parent,
+		       const char *name, size_t len, struct bcp_entry *out)
+{
+	struct store_node *p;
+	char cname[256];
+	int ret;
+
+	ret = store_name(name, len, cname);
+	if (ret < 0)
+		return ret;
+	ret = store_dir_node(s, parent, &p);
+	if (ret < 0)
+		return ret;
+	return store_lookup_fd(s, p->fd, cname, out);
+}
+
+/* The file behind an fh, without taking a reference. */
+static struct agent_file *store_file_find(struct agent_store *s, uint64_t fh)
+{
+	uint32_t idx = (uint32_t)(fh & 0xffffffffu);
+	struct agent_file *f;
+
+	if (idx == 0 || idx > s->nfiles)
+		return NULL;
+	f = &s->files[idx - 1];
+	if (f->fd < 0 || f->closing || f->gen != (uint32_t)(fh >> 32))
+		return NULL;
+	return f;
+}
+
+int agent_store_getattr(struct agent_store *s, uint64_t handle, uint64_t fh,
+			struct bcp_attr *out)
+{
+	struct store_node *n = store_node_find(s, handle);
+	struct agent_file *f = NULL;
+	struct statx x;
+	int ret;
+
+	if (fh) {
+		f = store_file_find(s, fh);
+		if (!f)
+			return -EBADF;
+	} else if (!n) {
+		return -ESTALE;
+	}
+	ret = store_statx(s, f ? f->fd : n->fd, &x);
+	if (ret < 0)
+		return ret;
+	store_attr_fill(&x, out);
+	return 0;
+}
+
+int agent_store_setattr(struct agent_store *s,
+			const struct bcp_setattr_req *r, struct bcp_attr *out)
+{
+	struct store_node *n = store_node_find(s, r->handle);
+	struct agent_file *f = NULL;
+	char proc[64];
+	int ret;
+
+	if (!n)
+		return -ESTALE;
+	if (r->valid & ~BCP_SETATTR_ALL)
+		return -EINVAL;
+	if (r->fh) {
+		f = store_file_find(s, r->fh);
+		if (!f)
+			return -EBADF;
+	}
+	store_procpath(proc, sizeof(proc), n->fd);
+	if (r->valid & BCP_SETATTR_MODE) {
+		if (n->mode == S_IFLNK)
+			return -EOPNOTSUPP;
+		ret = f ? fchmod(f->fd, r->mode & 07777) :
+			  chmod(proc, r->mode & 07777);
+		if (ret < 0)
+			return -errno;
+	}
+	if (r->valid & (BCP_SETATTR_UID | BCP_SETATTR_GID)) {
+		uid_t uid = (r->valid & BCP_SETATTR_UID) ? r->uid : (uid_t)-1;
+		gid_t gid = (r->valid & BCP_SETATTR_GID) ? r->gid : (gid_t)-1;
+
+		if (fchownat(n->fd, "", uid, gid,
+			     AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+			return -errno;
+	}
+	if (r->valid & BCP_SETATTR_SIZE) {
+		if (r->size > INT64_MAX)
+			return -EFBIG;
+		if (n->mode == S_IFDIR)
+			return -EISDIR;
+		if (n->mode != S_IFREG)
+			return -EINVAL;
+		ret = f ? ftruncate(f->fd, (off_t)r->size) :
+			  truncate(proc, (off_t)r->size);
+		if (ret < 0)
+			return -errno;
+	}
+	if (r->valid & (BCP_SETATTR_ATIME | BCP_SETATTR_MTIME |
+			BCP_SETATTR_ATIME_NOW | BCP_SETATTR_MTIME_NOW)) {
+		struct timespec ts[2] = {
+			{ .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT },
+		};
+
+		if (r->valid & BCP_SETATTR_ATIME_NOW) {
+			ts[0].tv_nsec = UTIME_NOW;
+		} else if (r->valid & BCP_SETATTR_ATIME) {
+			if (r->atime_nsec >= 1000000000u)
+				return -EINVAL;
+			ts[0].tv_sec = r->atime;
+			ts[0].tv_nsec = r->atime_nsec;
+		}
+		if (r->valid & BCP_SETATTR_MTIME_NOW) {
+			ts[1].tv_nsec = UTIME_NOW;
+		} else if (r->valid & BCP_SETATTR_MTIME) {
+			if (r->mtime_nsec >= 1000000000u)
+				return -EINVAL;
+			ts[1].tv_sec = r->mtime;
+			ts[1].tv_nsec = r->mtime_nsec;
+		}
+		if (f)
+			ret = futimens(f->fd, ts);
+		else if (n->mode == S_IFLNK)
+			ret = utimensat(n->fd, "", ts,
+					AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
+		else
+			ret = utimensat(AT_FDCWD, proc, ts, 0);
+		if (ret < 0)
+			return -errno;
+	}
+	return agent_store_getattr(s, r->handle, 0, out);
+}
+
+/* Give a newly created object to the caller (when we may). */
+static int store_chown_new(struct agent_store *s, int fd, uint32_t uid,
+			   uint32_t gid)
+{
+	if (s->euid != 0)
+		return 0;
+	if (fchownat(fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	return 0;
+}
+
+static int store_file_new(struct agent_store *s, int fd, int dir,
+			  uint64_t *fh)
+{
+	struct agent_file *f;
+	uint32_t idx;
+
+	if (s->free_head != FILE_NONE) {
+		idx = s->free_head;
+		s->free_head = s->files[idx].next_free;
+	} else {
+		if (s->nfiles >= AGENT_FILES_MAX) {
+			agent_warn_rl("open file limit (%u per session) reached",
+				      AGENT_FILES_MAX);
+			return -EMFILE;
+		}
+		if (s->nfiles == s->cap_files) {
+			uint32_t cap = s->cap_files ? s->cap_files * 2 : 64;
+			struct agent_file *nf;
+
+			nf = realloc(s->files, cap * sizeof(*nf));
+			if (!nf)
+				return -ENOMEM;
+			s->files = nf;
+			s->cap_files = cap;
+		}
+		idx = s->nfiles++;
+		s->files[idx].gen = 0;
+	}
+	f = &s->files[idx];
+	f->fd = fd;
+	f->dir = dir;
+	f->closing = 0;
+	f->refs = 1;
+	f->gen++;
+	f->next_free = FILE_NONE;
+	s->live_files++;
+	*fh = ((uint64_t)f->gen << 32) | (idx + 1);
+	return 0;
+}
+
+static void store_file_unref(struct agent_store *s, struct agent_file *f)
+{
+	if (--f->refs)
+		return;
+	close(f->fd);
+	f->fd = -1;
+	f->next_free = s->free_head;
+	s->free_head = (uint32_t)(f - s->files);
+	s->live_files--;
+}
+
+/* O_* bits a host may ask for; the rest are ours to decide. */
+#define STORE_OPEN_FLAGS	(O_ACCMODE | O_APPEND | O_TRUNC | O_SYNC | \
+				 O_DSYNC | O_NONBLOCK)
+
+int agent_store_create_file(struct agent_store *s,
+			    const struct bcp_create_req *r, const char *name,
+			    struct bcp_create_rep *out)
+{
+	struct bcp_entry e;
+	struct store_node *p;
+	char cname[256];
+	uint64_t fh;
+	int fd, pfd, ret;
+
+	ret = store_name(name, r->name_len, cname);
+	if (ret < 0)
+		return ret;
+	ret = store_dir_node(s, r->parent, &p);
+	if (ret < 0)
+		return ret;
+	fd = store_openat2(s, p->fd, cname,
+			   (r->flags & STORE_OPEN_FLAGS) | O_CREAT | O_EXCL |
+			   O_NOFOLLOW, (r->mode & ~r->umask) & 07777,
+			   RESOLVE_NO_SYMLINKS);
+	if (fd == -EEXIST && !(r->flags & O_EXCL))
+		fd = store_openat2(s, p->fd, cname,
+				   (r->flags & STORE_OPEN_FLAGS) | O_NOFOLLOW,
+				   0, RESOLVE_NO_SYMLINKS);
+	else if (fd >= 0 && (ret = store_chown_new(s, fd, r->uid, r->gid)) < 0)
+		goto out_close;
+	if (fd < 0)
+		return fd;
+	pfd = store_openat2(s, p->fd, cname, O_PATH | O_NOFOLLOW, 0,
+			    RESOLVE_NO_SYMLINKS);
+	if (pfd < 0) {
+		ret = pfd;
+		goto out_close;
+	}
+	ret = store_node_get(s, pfd, &e);
+	if (ret < 0)
+		goto out_close;
+	ret = store_file_new(s, fd, 0, &fh);
+	if (ret < 0) {
+		agent_store_forget(s, e.handle, 1);
+		goto out_close;
+	}
+	memset(out, 0, sizeof(*out));
+	out->entry = e;
+	out->fh = fh;
+	return 0;
+
+out_close:
+	close(fd);
+	return ret;
+}
+
+/* After creating name in p: chown it to the caller and look it up. */
+static int store_made(struct agent_store *s, struct store_node *p,
+		      const char *cname, uint32_t uid, uint32_t gid,
+		      struct bcp_entry *out)
+{
+	struct bcp_entry e;
+	int fd, ret;
+
+	fd = store_openat2(s, p->fd, cname, O_PATH | O_NOFOLLOW, 0,
+			   RESOLVE_NO_SYMLINKS);
+	if (fd < 0)
+		return fd;
+	ret = store_chown_new(s, fd, uid, gid);
+	if (ret < 0) {
+		close(fd);
+		return ret;
+	}
+	ret = store_node_get(s, fd, &e);
+	if (ret < 0)
+		return ret;
+	*out = e;
+	return 0;
+}
+
+int agent_store_mkdir(struct agent_store *s, const struct bcp_mkdir_req *r,
+		      const char *name, struct bcp_entry *out)
+{
+	struct io_uring_sqe *sqe;
+	struct store_node *p;
+	char cname[256];
+	int ret;
+
+	ret = store_name(name, r->name_len, cname);
+	if (ret < 0)
+		return ret;
+	ret = store_dir_node(s, r->parent, &p);
+	if (ret < 0)
+		return ret;
+	sqe = agent_ring_sqe(s->ring);
+	io_uring_prep_mkdirat(sqe, p->fd, cname,
+			      (r->mode & ~r->umask) & 07777);
+	ret = agent_ring_wait(s->ring, sqe);
+	if (ret < 0)
+		return ret;
+	return store_made(s, p, cname, r->uid, r->gid, out);
+}
+
+int agent_store_mknod(struct agent_store *s, const struct bcp_mknod_req *r,
+		      const char *name, struct bcp_entry *out)
+{
+	struct store_node *p;
+	char cname[256];
+	int ret;
+
+	ret = store_name(name, r->name_len, cname);
+	if (ret < 0)
+		return ret;
+	switch (r->mode & S_IFMT) {
+	case S_IFREG: case S_IFIFO: case S_IFSOCK: case S_IFCHR: case S_IFBLK:
+		break;
+	case S_IFDIR: case S_IFLNK:
+		return -EPERM;
+	default:
+		return -EINVAL;
+	}
+	ret = store_dir_node(s, r->parent, &p);
+	if (ret < 0)
+		return ret;
+	if (mknodat(p->fd, cname, (r->mode & S_IFMT) |
+		    ((r->mode & ~r->umask) & 07777), (dev_t)r->rdev) < 0)
+		return -errno;
+	return store_made(s, p, cname, r->uid, r->gid, out);
+}
+
+int agent_store_symlink(struct agent_store *s,
+			const struct bcp_symlink_req *r, const char *name,
+			const char *target, struct bcp_entry *out)
+{
+	struct io_uring_sqe *sqe;
+	struct store_node *p;
+	char cname[256];
+	char *t;
+	int ret;
+
+	ret = store_name(name, r->name_len, cname);
+	if (ret < 0)
+		return ret;
+	if (r->target_len == 0 || r->target_len > BCP_SYMLINK_MAX ||
+	    memchr(target, '\0', r->target_len))
+		return -EINVAL;
+	ret = store_dir_node(s, r->parent, &p);
+	if (ret < 0)
+		return ret;
+	/* Metadata path: one allocation for the NUL-terminated target. */
+	t = strndup(target, r->target_len);
+	if (!t)
+		return -ENOMEM;
+	sqe = agent_ring_sqe(s->ring);
+	io_uring_prep_symlinkat(sqe, t, p->fd, cname);
+	ret = agent_ring_wait(s->ring, sqe);
+	free(t);
+	if (ret < 0)
+		return ret;
+	return store_made(s, p, cname, r->uid, r->gid, out);
+}
+
+int agent_store_readlink(struct agent_store *s, uint64_t handle, char *buf,
+			 size_t cap)
+{
+	struct store_node *n = store_node_find(s, handle);
+	ssize_t len;
+
+	if (!n)
+		return -ESTALE;
+	if (n->mode != S_IFLNK)
+		return -EINVAL;
+	len = readlinkat(n->fd, "", buf, cap);
+	if (len < 0)
+		return -errno;
+	return (int)len;
+}
+
+int agent_store_link(struct agent_store *s, const struct bcp_link_req *r,
+		     const char *name, struct bcp_entry *out)
+{
+	struct store_node *n = store_node_find(s, r->handle);
+	struct io_uring_sqe *sqe;
+	struct store_node *p;
+	char cname[256], proc[64];
+	int ret;
+
+	ret = store_name(name, r->name_len, cname);
+	if (ret < 0)
+		return ret;
+	if (!n)
+		return -ESTALE;
+	if (n->mode == S_IFDIR)
+		return -EPERM;
+	ret = store_dir_node(s, r->newparent, &p);
+	if (ret < 0)
+		return ret;
+	store_procpath(proc, sizeof(proc), n->fd);
+	sqe = agent_ring_sqe(s->ring);
+	io_uring_prep_linkat(sqe, AT_FDCWD, proc, p->fd, cname,
+			     AT_SYMLINK_FOLLOW);
+	ret = agent_ring_wait(s->ring, sqe);
+	if (ret < 0)
+		return ret;
+	return store_lookup_fd(s, p->fd, cname, out);
+}
+
+int agent_store_unlink(struct agent_store *s, uint64_t parent,
+		       const char *name, size_t len, int rmdir)
+{
+	struct io_uring_sqe *sqe;
+	struct store_node *p;
+	char cname[256];
+	int ret;
+
+	ret = store_name(name, len, cname);
+	if (ret < 0)
+		return ret;
+	ret = store_dir_node(s, parent, &p);
+	if (ret < 0)
+		return ret;
+	sqe = agent_ring_sqe(s->ring);
+	io_uring_prep_unlinkat(sqe, p->fd, cname, rmdir ? AT_REMOVEDIR : 0);
+	return agent_ring_wait(s->ring, sqe);
+}
+
+int agent_store_rename(struct agent_store *s, const struct bcp_rename_req *r,
+		       const char *name, const char *newname)
+{
+	struct io_uring_sqe *sqe;
+	struct store_node *p, *np;
+	char cname[256], cnew[256];
+	int ret;
+
+	if (r->flags & ~(BCP_RENAME_NOREPLACE | BCP_RENAME_EXCHANGE) ||
+	    r->flags == (BCP_RENAME_NOREPLACE | BCP_RENAME_EXCHANGE))
+		return -EINVAL;
+	ret = store_name(name, r->name_len, cname);
+	if (ret < 0)
+		return ret;
+	ret = store_name(newname, r->newname_len, cnew);
+	if (ret < 0)
+		return ret;
+	ret = store_dir_node(s, r->parent, &p);
+	if (ret < 0)
+		return ret;
+	ret = store_dir_node(s, r->newparent, &np);
+	if (ret < 0)
+		return ret;
+	sqe = agent_ring_sqe(s->ring);
+	io_uring_prep_renameat(sqe, p->fd, cname, np->fd, cnew, r->flags);
+	return agent_ring_wait(s->ring, sqe);
+}
+
+int agent_store_open(struct agent_store *s, uint64_t handle, uint32_t flags,
+		     int dir, struct bcp_open_rep *out)
+{
+	struct store_node *n = store_node_find(s, handle);
+	char proc[64];
+	uint64_t fh;
+	int fd, ret;
+
+	if (!n)
+		return -ESTALE;
+	if (dir && n->mode != S_IFDIR)
+		return -ENOTDIR;
+	if (!dir && n->mode == S_IFDIR)
+		return -EISDIR;
+	if (!dir && n->mode != S_IFREG)
+		return n->mode == S_IFLNK ? -ELOOP : -ENXIO;
+	store_procpath(proc, sizeof(proc), n->fd);
+	if (dir)
+		fd = open(proc, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	else
+		fd = open(proc, (int)(flags & STORE_OPEN_FLAGS) | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = store_file_new(s, fd, dir, &fh);
+	if (ret < 0) {
+		close(fd);
+		return ret;
+	}
+	memset(out, 0, sizeof(*out));
+	out->fh = fh;
+	return 0;
+}
+
+int agent_store_release(struct agent_store *s, uint64_t handle, uint64_t fh,
+			int dir)
+{
+	struct agent_file *f = store_file_find(s, fh);
+
+	if (!f)
+		return -EBADF;
+	if (!!f->dir != !!dir)
+		return dir ? -ENOTDIR : -EISDIR;
+	f->closing = 1;
+	store_file_unref(s, f);
+	return 0;
+}
+
+int agent_store_file_get(struct agent_store *s, uint64_t fh,
+			 struct agent_file **out, int *fd)
+{
+	struct agent_file *f = store_file_find(s, fh);
+
+	if (!f)
+		return -EBADF;
+	if (f->dir)
+		return -EISDIR;
+	f->refs++;
+	*out = f;
+	*fd = f->fd;
+	return 0;
+}
+
+void agent_store_file_put(struct agent_store *s, struct agent_file *f)
+{
+	store_file_unref(s, f);
+}
+
+struct linux_dirent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+int agent_store_readdir(struct agent_store *s,
+			const struct bcp_readdir_req *r, void *buf,
+			size_t cap, size_t *len, uint32_t *count,
+			uint32_t *eof)
+{
+	int plus = !!(r->flags & BCP_READDIR_PLUS);
+	struct agent_file *f = store_file_find(s, r->fh);
+	uint32_t n = 0;
+	size_t off = 0;
+	int done = 0;
+
+	if (!f)
+		return -EBADF;
+	if (!f->dir)
+		return -ENOTDIR;
+	if (r->flags & ~BCP_READDIR_PLUS)
+		return -EINVAL;
+	if (r->max_bytes < cap)
+		cap = r->max_bytes;
+	if (r->cookie > INT64_MAX)
+		return -EINVAL;
+	if (lseek(f->fd, (off_t)r->cookie, SEEK_SET) < 0)
+		return -errno;
+	while (!done) {
+		long nread = syscall(SYS_getdents64, f->fd, s->dents,
+				     STORE_DENTS_BUF);
+		long pos = 0;
+
+		if (nread < 0)
+			return n ? 0 : -errno;
+		if (nread == 0) {
+			*eof = 1;
+			break;
+		}
+		while (pos < nread) {
+			struct linux_dirent64 *d = (void *)(s->dents + pos);
+			size_t nlen = strlen(d->d_name);
+			int dot = !strcmp(d->d_name, ".") ||
+				  !strcmp(d->d_name, "..");
+			struct bcp_dirent de = {
+				.cookie = (uint64_t)d->d_off,
+				.ino = d->d_ino,
+				.type = d->d_type,
+				.name_len = (uint16_t)nlen,
+			};
+			struct bcp_entry e;
+
+			pos += d->d_reclen;
+			if (off + bcp_dirent_size(plus, nlen) > cap) {
+				done = 1;
+				break;
+			}
+			memset(&e, 0, sizeof(e));
+			if (plus && !dot) {
+				if (store_lookup_fd(s, f->fd, d->d_name,
+						    &e) < 0)
+					continue;	/* vanished */
+			} else if (plus) {
+				e.attr.ino = d->d_ino;
+				e.attr.mode = S_IFDIR;
+			}
+			if (bcp_dirent_put(buf, cap, &off, plus, &de, &e,
+					   d->d_name) < 0) {
+				if (plus && !dot)
+					agent_store_forget(s, e.handle, 1);
+				done = 1;
+				break;
+			}
+			n++;
+		}
+		*eof = 0;
+	}
+	if (n == 0 && !*eof)
+		return -EINVAL;	/* max_bytes too small for one entry */
+	*len = off;
+	*count = n;
+	return 0;
+}
+
+int agent_store_statfs(struct agent_store *s, uint64_t handle,
+		       struct bcp_statfs_rep *out)
+{
+	struct store_node *n = store_node_find(s, handle);
+	struct statfs sf;
+
+	if (!n)
+		return -ESTALE;
+	if (fstatfs(n->fd, &sf) < 0)
+		return -errno;
+	memset(out, 0, sizeof(*out));
+	out->blocks = sf.f_blocks;
+	out->bfree = sf.f_bfree;
+	out->bavail = sf.f_bavail;
+	out->files = sf.f_files;
+	out->ffree = sf.f_ffree;
+	out->bsize = (uint32_t)sf.f_bsize;
+	out->frsize = (uint32_t)(sf.f_frsize ? sf.f_frsize : sf.f_bsize);
+	out->namemax = BCP_NAME_MAX;
+	return 0;
+}
+
+int agent_store_fsync(struct agent_store *s, uint64_t handle, uint64_t fh,
+		      int datasync, int dir)
+{
+	struct store_node *n = store_node_find(s, handle);
+	struct io_uring_sqe *sqe;
+	struct agent_file *f;
+	char proc[64];
+	int fd, ret;
+
+	if (fh) {
+		f = store_file_find(s, fh);
+		if (!f)
+			return -EBADF;
+		fd = f->fd;
+	} else {
+		if (!n)
+			return -ESTALE;
+		if (n->mode != S_IFDIR && n->mode != S_IFREG)
+			return -EINVAL;
+		store_procpath(proc, sizeof(proc), n->fd);
+		fd = open(proc, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+	}
+	sqe = agent_ring_sqe(s->ring);
+	io_uring_prep_fsync(sqe, fd, datasync ? IORING_FSYNC_DATASYNC : 0);
+	ret = agent_ring_wait(s->ring, sqe);
+	if (!fh)
+		close(fd);
+	(void)dir;
+	return ret;
+}
+
+int agent_store_fallocate(struct agent_store *s,
+			  const struct bcp_fallocate_req *r)
+{
+	struct agent_file *f = store_file_find(s, r->fh);
+	struct io_uring_sqe *sqe;
+
+	if (!f)
+		return -EBADF;
+	if (f->dir)
+		return -EISDIR;
+	if (r->offset > INT64_MAX || r->length > INT64_MAX ||
+	    r->offset + r->length > INT64_MAX)
+		return -EFBIG;
+	sqe = agent_ring_sqe(s->ring);
+	io_uring_prep_fallocate(sqe, f->fd, (int)r->mode, r->offset,
+				r->length);
+	return agent_ring_wait(s->ring, sqe);
+}
+
+static int store_xattr_node(struct agent_store *s, uint64_t handle,
+			    const char *name, size_t nlen, char cname[256],
+			    char proc[64], struct store_node **out)
+{
+	struct store_node *n = store_node_find(s, handle);
+	enum bcp_err why;
+	int ret;
+
+	if (!n)
+		return -ESTALE;
+	if (name) {
+		ret = bcp_xattr_name_check(name, nlen, &why);
+		if (ret < 0)
+			return ret;
+		memcpy(cname, name, nlen);
+		cname[nlen] = '\0';
+	}
+	store_procpath(proc, 64, n->fd);
+	*out = n;
+	return 0;
+}
+
+int agent_store_setxattr(struct agent_store *s, uint64_t handle,
+			 uint32_t flags, const char *name, size_t nlen,
+			 const void *value, size_t vlen)
+{
+	struct io_uring_sqe *sqe;
+	struct store_node *n;
+	char cname[256], proc[64];
+	int ret;
+
+	ret = store_xattr_node(s, handle, name, nlen, cname, proc, &n);
+	if (ret < 0)
+		return ret;
+	if (flags & ~(XATTR_CREATE | XATTR_REPLACE))
+		return -EINVAL;
+	if (n->mode == S_IFLNK)
+		return -EPERM;
+	sqe = agent_ring_sqe(s->ring);
+	io_uring_prep_setxattr(sqe, cname, value, proc, (int)flags,
+			       (unsigned int)vlen);
+	return agent_ring_wait(s->ring, sqe);
+}
+
+int agent_store_getxattr(struct agent_store *s, uint64_t handle,
+			 const char *name, size_t nlen, void *buf,
+			 size_t size)
+{
+	struct io_uring_sqe *sqe;
+	struct store_node *n;
+	char cname[256], proc[64];
+	int ret;
+
+	ret = store_xattr_node(s, handle, name, nlen, cname, proc, &n);
+	if (ret < 0)
+		return ret;
+	if (n->mode == S_IFLNK)
+		return -ENODATA;
+	sqe = agent_ring_sqe(s->ring);
+	io_uring_prep_getxattr(sqe, cname, size ? buf : NULL, proc,
+			       (unsigned int)size);
+	return agent_ring_wait(s->ring, sqe);
+}
+
+int agent_store_listxattr(struct agent_store *s, uint64_t handle, void *buf,
+			  size_t size)
+{
+	struct store_node *n;
+	char proc[64];
+	ssize_t len;
+	int ret;
+
+	ret = store_xattr_node(s, handle, NULL, 0, NULL, proc, &n);
+	if (ret < 0)
+		return ret;
+	if (n->mode == S_IFLNK)
+		return 0;
+	len = listxattr(proc, size ? buf : NULL, size);
+	if (len < 0)
+		return -errno;
+	return (int)len;
+}
+
+int agent_store_removexattr(struct agent_store *s, uint64_t handle,
+			    const char *name, size_t nlen)
+{
+	struct store_node *n;
+	char cname[256], proc[64];
+	int ret;
+
+	ret = store_xattr_node(s, handle, name, nlen, cname, proc, &n);
+	if (ret < 0)
+		return ret;
+	if (n->mode == S_IFLNK)
+		return -EPERM;
+	if (removexattr(proc, cname) < 0)
+		return -errno;
+	return 0;
+}
+
+void agent_store_forget(struct agent_store *s, uint64_t handle,
+			uint64_t nlookup)
+{
+	struct store_node *n = store_node_find(s, handle);
+
+	if (!n || n == s->root)
+		return;
+	if (nlookup >= n->nlookup)
+		store_node_drop(s, n);
+	else
+		n->nlookup -= nlookup;
+}
+
+int agent_store_copy(struct agent_store *s, const struct bcp_copy_req *r,
+		     uint64_t *copied)
+{
+	struct agent_file *in = store_file_find(s, r->fh_in);
+	struct agent_file *out = store_file_find(s, r->fh_out);
+	loff_t off_in = (loff_t)r->off_in, off_out = (loff_t)r->off_out;
+	size_t len = r->length > STORE_COPY_MAX ? STORE_COPY_MAX : r->length;
+	ssize_t n;
+
+	if (!in || !out)
+		return -EBADF;
+	if (in->dir || out->dir)
+		return -EISDIR;
+	if (r->flags)
+		return -EINVAL;
+	if (r->off_in > INT64_MAX || r->off_out > INT64_MAX)
+		return -EINVAL;
+	n = copy_file_range(in->fd, &off_in, out->fd, &off_out, len, 0);
+	if (n < 0)
+		return -errno;
+	*copied = (uint64_t)n;
+	return 0;
+}
+
+int agent_store_lseek(struct agent_store *s, const struct bcp_lseek_req *r,
+		      int64_t *off)
+{
+	struct agent_file *f = store_file_find(s, r->fh);
+	off_t o;
+
+	if (!f)
+		return -EBADF;
+	switch (r->whence) {
+	case SEEK_SET: case SEEK_CUR: case SEEK_END: case SEEK_DATA:
+	case SEEK_HOLE:
+		break;
+	default:
+		return -EINVAL;
+	}
+	o = lseek(f->fd, (off_t)r->offset, (int)r->whence);
+	if (o < 0)
+		return -errno;
+	*off = o;
+	return 0;
+}

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * store.h - the posix backend: a session's view of the data root.
+ *
+ * Each session owns one struct agent_store: its handle table (handle ->
+ * O_PATH fd + lookup count, hashed both by handle and by (dev, ino), so a
+ * backing inode always has one handle) and its open files (fh).  Every name
+ * is resolved beneath the O_PATH fd of its parent with openat2(2) and
+ * RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS, so neither
+ * "..", an absolute name nor a symlink leads out of the root.  Metadata
+ * operations io_uring offers go through the worker's ring.
+ *
+ * All functions return 0 (or a count) or -errno, and write their outputs
+ * only on success.  Threads: a store is used by its session's worker only.
+ */
+#ifndef AGENT_STORE_H
+#define AGENT_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "agent.h"
+
+struct agent_store;
+struct agent_file;
+
+struct agent_store *agent_store_create(int root_fd, struct agent_ring *r);
+/* Closes every fh and handle; NULL is a no-op. */
+void agent_store_destroy(struct agent_store *s);
+uint64_t agent_store_root(const struct agent_store *s);
+
+int agent_store_lookup(struct agent_store *s, uint64_t parent,
+		       const char *name, size_t len, struct bcp_entry *out);
+int agent_store_getattr(struct agent_store *s, uint64_t handle, uint64_t fh,
+			struct bcp_attr *out);
+int agent_store_setattr(struct agent_store *s,
+			const struct bcp_setattr_req *r, struct bcp_attr *out);
+int agent_store_create_file(struct agent_store *s,
+			    const struct bcp_create_req *r, const char *name,
+			    struct bcp_create_rep *out);
+int agent_store_mkdir(struct agent_store *s, const struct bcp_mkdir_req *r,
+		      const char *name, struct bcp_entry *out);
+int agent_store_mknod(struct agent_store *s, const struct bcp_mknod_req *r,
+		      const char *name, struct bcp_entry *out);
+int agent_store_symlink(struct agent_store *s,
+			const struct bcp_symlink_req *r, const char *name,
+			const char *target, struct bcp_entry *out);
+/* Returns the target's length, written to buf[cap]. */
+int agent_store_readlink(struct agent_store *s, uint64_t handle, char *buf,
+			 size_t cap);
+int agent_store_link(struct agent_store *s, const struct bcp_link_req *r,
+		     const char *name, struct bcp_entry *out);
+int agent_store_unlink(struct agent_store *s, uint64_t parent,
+		       const char *name, size_t len, int rmdir);
+int agent_store_rename(struct agent_store *s, const struct bcp_rename_req *r,
+		       const char *name, const char *newname);
+int agent_store_open(struct agent_store *s, uint64_t handle, uint32_t flags,
+		     int dir, struct bcp_open_rep *out);
+int agent_store_release(struct agent_store *s, uint64_t handle, uint64_t fh,
+			int dir);
+/* Build the reply tail in buf[cap]. */
+int agent_store_readdir(struct agent_store *s,
+			const struct bcp_readdir_req *r, void *buf,
+			size_t cap, size_t *len, uint32_t *count,
+			uint32_t *eof);
+int agent_store_statfs(struct agent_store *s, uint64_t handle,
+		       struct bcp_statfs_rep *out);
+int agent_store_fsync(struct agent_store *s, uint64_t handle, uint64_t fh,
+		      int datasync, int dir);
+int agent_store_fallocate(struct agent_store *s,
+			  const struct bcp_fallocate_req *r);
+int agent_store_setxattr(struct agent_store *s, uint64_t handle,
+			 uint32_t flags, const char *name, size_t nlen,
+			 const void *value, size_t vlen);
+/* size 0: return the size only.  Returns the size. */
+int agent_store_getxattr(struct agent_store *s, uint64_t handle,
+			 const char *name, size_t nlen, void *buf,
+			 size_t size);
+int agent_store_listxattr(struct agent_store *s, uint64_t handle, void *buf,
+			  size_t size);
+int agent_store_removexattr(struct agent_store *s, uint64_t handle,
+			    const char *name, size_t nlen);
+void agent_store_forget(struct agent_store *s, uint64_t handle,
+			uint64_t nlookup);
+int agent_store_copy(struct agent_store *s, const struct bcp_copy_req *r,
+		     uint64_t *copied);
+int agent_store_lseek(struct agent_store *s, const struct bcp_lseek_req *r,
+		      int64_t *off);
+
+/*
+ * Data path: take a reference on an open regular file (so RELEASE cannot
+ * close it under an in-flight transfer) and give its fd.  -EBADF for an
+ * unknown fh, -EISDIR for a directory.
+ */
+int agent_store_file_get(struct agent_store *s, uint64_t fh,
+			 struct agent_file **out, int *fd);
+void agent_store_file_put(struct agent_store *s, struct agent_file *f);
+
+/* Live handles and fhs, for tests of the table and the summary. */
+void agent_store_counts(const struct agent_store *s, uint64_t *handles,
+			uint64_t *files);
+
+#endif /* AGENT_STORE_H */

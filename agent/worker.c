@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * worker.c - worker threads: one event loop each (epoll over the sessions'
+ * sockets, the io_uring's completion eventfd and an inbox eventfd), its own
+ * io_uring, staging slots and sessions.
+ *
+ * The main thread hands over connections through the inbox (inbox_lock);
+ * a session never moves between workers.  A loop iteration: wait for
+ * events, serve them, reap storage completions (parked ones first), start
+ * chunks for waiting batches, submit, then one pass over the sessions to
+ * serve frames left buffered by backpressure, flush replies, update poll
+ * interest and free sessions that finished closing.  The pass is the only
+ * place a session is freed, so no callback ever sees a freed session.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+
+#include "worker_i.h"
+
+static struct agent_worker *workers;
+static unsigned int nworkers;
+static atomic_uint hand_rr;
+atomic_uint agent_live_sessions;
+
+unsigned int agent_sessions_live(void)
+{
+	return atomic_load(&agent_live_sessions);
+}
+
+static void worker_reap(struct agent_worker *w)
+{
+	struct agent_ring *r = &w->ring;
+	struct io_uring_cqe *cqe;
+	uint64_t v;
+
+	if (read(r->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		agent_dbg("ring eventfd: %s", strerror(errno));
+	for (;;) {
+		uint64_t ud;
+		int32_t res;
+
+		if (r->nparked) {
+			r->nparked--;
+			ud = r->parked[r->nparked].user_data;
+			res = r->parked[r->nparked].res;
+		} else if (io_uring_peek_cqe(&r->ring, &cqe) == 0) {
+			ud = cqe->user_data;
+			res = cqe->res;
+			io_uring_cqe_seen(&r->ring, cqe);
+		} else {
+			break;
+		}
+		if (ud & 1)
+			agent_batch_ring_done(w, ud, res);
+	}
+}
+
+static void worker_inbox(struct agent_worker *w)
+{
+	struct agent_inbox_item *it, *next;
+	uint64_t v;
+
+	if (read(w->inbox_efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		agent_dbg("inbox eventfd: %s", strerror(errno));
+	pthread_mutex_lock(&w->inbox_lock);
+	it = w->inbox;
+	w->inbox = NULL;
+	pthread_mutex_unlock(&w->inbox_lock);
+	for (; it; it = next) {
+		struct agent_session *s;
+		enum bcp_err why = BCP_E_OK;
+		struct bcp_msg m;
+		struct bcp_hdr h;
+
+		next = it->next;
+		bcp_dec_hdr(it->frame, &h);
+		if (w->stopping ||
+		    bcp_decode(it->frame, it->len, &m, &why) < 0) {
+			if (!w->stopping)
+				agent_warn("connection from %s: bad first "
+					   "frame (%s)", it->peer,
+					   bcp_err_str(why));
+			close(it->fd);
+			if (h.opcode == BCP_OP_HELLO)
+				atomic_fetch_sub(&agent_live_sessions, 1);
+		} else if (m.hdr.opcode == BCP_OP_DATA_ATTACH) {
+			agent_session_attach(w, it->fd, it->peer, &m);
+		} else {
+			s = agent_session_new(w, it->fd, it->peer,
+					      it->is_unix);
+			if (!s) {
+				agent_err("connection from %s: out of memory",
+					  it->peer);
+				close(it->fd);
+				atomic_fetch_sub(&agent_live_sessions, 1);
+			} else {
+				agent_session_hello(s, &m);
+			}
+		}
+		free(it);
+	}
+}
+
+static void worker_pass(struct agent_worker *w)
+{
+	struct agent_session *s, *next;
+	uint64_t now = agent_now_ns();
+
+	for (s = w->sessions; s; s = next) {
+		next = s->next;
+		if (s->state == SESS_AUTH &&
+		    now - s->t_start > AGENT_HANDSHAKE_MS * 1000000ull) {
+			agent_warn("session %s: no authentication within %u "
+				   "ms; closing", s->peer, AGENT_HANDSHAKE_MS);
+			agent_session_close(s, 1);
+		}
+		if (w->stopping && s->state != SESS_CLOSING &&
+		    !s->batches_live)
+			agent_session_close(s, 0);
+		if (w->stopping && now > w->stop_deadline && !s->peer_gone) {
+			agent_warn("session %s: still busy at shutdown; "
+				   "dropping it", s->peer);
+			agent_session_close(s, 1);
+		}
+		if (s->kick)
+			agent_session_parse(s);
+		if (!s->peer_gone)
+			agent_session_flush(s);
+		if (s->state == SESS_CLOSING && !s->batches_live &&
+		    (s->peer_gone || s->wpos == s->wlen)) {
+			agent_session_free(s);
+			continue;
+		}
+		agent_session_update_events(s);
+	}
+}
+
+static void *worker_main(void *arg)
+{
+	struct agent_worker *w = arg;
+	struct epoll_event evs[64];
+
+	while (!w->stopping || w->nsessions) {
+		int n, i;
+
+		n = epoll_wait(w->epfd, evs, 64, 200);
+		if (n < 0 && errno != EINTR) {
+			agent_err("worker %u: epoll_wait: %s", w->idx,
+				  strerror(errno));
+			break;
+		}
+		if (!w->stopping && atomic_load(&w->stop)) {
+			w->stopping = 1;
+			w->stop_deadline = agent_now_ns() +
+					   AGENT_DRAIN_MS * 1000000ull;
+		}
+		for (i = 0; i < n; i++) {
+			struct agent_tag *t = evs[i].data.ptr;
+
+			switch (t->kind) {
+			case AGENT_TAG_RING:
+				worker_reap(w);
+				break;
+			case AGENT_TAG_INBOX:
+				worker_inbox(w);
+				break;
+			case AGENT_TAG_CTL:
+				agent_session_on_ctl(t->ptr, evs[i].events);
+				break;
+			case AGENT_TAG_DATA:
+				agent_session_on_data(t->ptr, evs[i].events);
+				break;
+			}
+		}
+		worker_reap(w);
+		agent_batch_schedule(w);
+		io_uring_submit(&w->ring.ring);
+		worker_pass(w);
+		io_uring_submit(&w->ring.ring);
+	}
+	return NULL;
+}
+
+static int worker_init(struct agent_worker *w, unsigned int idx)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	int ret;
+
+	w->idx = idx;
+	pthread_mutex_init(&w->inbox_lock, NULL);
+	w->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (w->epfd < 0)
+		return -errno;
+	ret = agent_ring_init(&w->ring, agent_cfg.queue_depth * 2 + 16);
+	if (ret < 0) {
+		agent_err("io_uring set-up failed: %s", strerror(-ret));
+		goto out_epfd;
+	}
+	ret = agent_batch_slots_init(w);
+	if (ret < 0)
+		goto out_ring;
+	w->inbox_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (w->inbox_efd < 0) {
+		ret = -errno;
+		goto out_slots;
+	}
+	w->ring_tag.kind = AGENT_TAG_RING;
+	w->inbox_tag.kind = AGENT_TAG_INBOX;
+	ev.data.ptr = &w->ring_tag;
+	if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->ring.efd, &ev) < 0)
+		goto out_errno;
+	ev.data.ptr = &w->inbox_tag;
+	if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, w->inbox_efd, &ev) < 0)
+		goto out_errno;
+	return 0;
+
+out_errno:
+	ret = -errno;
+	close(w->inbox_efd);
+out_slots:
+	agent_batch_slots_fini(w);
+out_ring:
+	agent_ring_fini(&w->ring);
+out_epfd:
+	close(w->epfd);
+	return ret;
+}
+
+static void worker_fini(struct agent_worker *w)
+{
+	close(w->inbox_efd);
+	agent_batch_slots_fini(w);
+	agent_ring_fini(&w->ring);
+	close(w->epfd);
+}
+
+int agent_workers_start(unsigned int n)
+{
+	unsigned int i;
+	int ret;
+
+	workers = calloc(n, sizeof(*workers));
+	if (!workers)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		ret = worker_init(&workers[i], i);
+		if (ret < 0)
+			goto out_fini;
+		ret = -pthread_create(&workers[i].thread, NULL, worker_main,
+				      &workers[i]);
+		if (ret < 0) {
+			worker_fini(&workers[i]);
+			goto out_fini;
+		}
+		nworkers = i + 1;
+	}
+	return 0;
+
+out_fini:
+	agent_err("cannot start worker %u: %s", i, strerror(-ret));
+	agent_workers_stop(NULL);
+	return ret;
+}
+
+void agent_worker_hand(int fd, const char *peer, const void *frame,
+		       size_t len, int is_unix)
+{
+	struct agent_inbox_item *it;
+	struct agent_worker *w;
+	struct bcp_hdr h;
+	uint64_t one = 1;
+
+	it = calloc(1, sizeof(*it));
+	if (!it || len > sizeof(it->frame)) {
+		free(it);
+		close(fd);
+		return;
+	}
+	it->fd = fd;
+	it->is_unix = is_unix;
+	snprintf(it->peer, sizeof(it->peer), "%s", peer);
+	memcpy(it->frame, frame, len);
+	it->len = len;
+	bcp_dec_hdr(frame, &h);
+	if (h.opcode == BCP_OP_DATA_ATTACH && len >= BCP_HDR_SIZE + 8) {
+		/* the session id's low byte names its worker */
+		w = &workers[it->frame[BCP_HDR_SIZE] % nworkers];
+	} else {
+		w = &workers[atomic_fetch_add(&hand_rr, 1) % nworkers];
+	}
+	pthread_mutex_lock(&w->inbox_lock);
+	it->next = w->inbox;
+	w->inbox = it;
+	pthread_mutex_unlock(&w->inbox_lock);
+	if (write(w->inbox_efd, &one, sizeof(one)) < 0)
+		agent_dbg("inbox eventfd: %s", strerror(errno));
+}
+
+void agent_workers_stop(struct agent_stats *total)
+{
+	unsigned int i;
+	uint64_t one = 1;
+
+	for (i = 0; i < nworkers; i++) {
+		atomic_store(&workers[i].stop, 1);
+		if (write(workers[i].inbox_efd, &one, sizeof(one)) < 0)
+			agent_dbg("inbox eventfd: %s", strerror(errno));
+	}
+	for (i = 0; i < nworkers; i++) {
+		pthread_join(workers[i].thread, NULL);
+		if (total)
+			agent_stats_add(total, &workers[i].stats);
+		worker_inbox(&workers[i]);
+		worker_fini(&workers[i]);
+	}
+	free(workers);
+	workers = NULL;
+	nworkers = 0;
+}

@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * worker_i.h - private to worker.c, session.c and batch.c: the worker's
+ * event loop state, sessions, batches and staging slots.
+ *
+ * Everything here belongs to one worker thread, except the inbox (under
+ * inbox_lock) and the stop flag (atomic).
+ */
+#ifndef AGENT_WORKER_I_H
+#define AGENT_WORKER_I_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "agent.h"
+#include "bcp_xfer_srv.h"
+#include "store.h"
+
+enum agent_tag_kind {
+	AGENT_TAG_RING = 1,
+	AGENT_TAG_INBOX,
+	AGENT_TAG_CTL,
+	AGENT_TAG_DATA,
+};
+
+struct agent_tag {
+	enum agent_tag_kind kind;
+	void *ptr;
+};
+
+enum agent_slot_state {
+	SLOT_FREE = 0,
+	SLOT_READING,		/* storage read into the slot (PULL) */
+	SLOT_XFER,		/* transfer to or from the host region */
+	SLOT_WRITING,		/* storage write from the slot (PUSH) */
+};
+
+struct agent_slot {
+	struct bcp_xsrv_op op;		/* first: completions find the slot */
+	struct agent_worker *w;
+	uint8_t *buf;
+	unsigned int idx;		/* fixed buffer index */
+	enum agent_slot_state state;
+	struct agent_batch *b;
+	uint32_t seg;
+	uint64_t off;			/* chunk offset within the segment */
+	uint32_t len;			/* chunk length (PULL: bytes read) */
+	uint32_t done;			/* PUSH: bytes written so far */
+	struct agent_slot *next;	/* free list */
+};
+
+struct agent_batch {
+	struct agent_session *s;
+	uint16_t op;
+	uint64_t req_id;
+	uint64_t t0;
+	uint32_t count;
+	uint32_t cur_seg;		/* next chunk to start */
+	uint64_t cur_off;
+	uint32_t chunks_out;		/* chunks holding a slot */
+	int queued;			/* on the worker's batch queue */
+	struct agent_batch *next;	/* queue or session free list */
+	struct bcp_seg segs[BCP_SEGS_MAX];
+	int32_t st[BCP_SEGS_MAX];
+	struct agent_file *files[BCP_SEGS_MAX];
+	int fds[BCP_SEGS_MAX];
+};
+
+enum agent_session_state {
+	SESS_AUTH = 1,		/* HELLO answered, AUTH expected */
+	SESS_READY,		/* authenticated */
+	SESS_CLOSING,		/* no more requests; flush, drain, close */
+};
+
+#define SESS_RCAP	(BCP_FRAME_MAX + 4096)
+/* one full reply per frame read, plus every batch reply in flight */
+#define SESS_BATCH_REP_MAX (BCP_HDR_SIZE + 8 + 4 * BCP_SEGS_MAX + 8)
+#define SESS_WCAP	(2 * BCP_FRAME_MAX + \
+			 AGENT_INFLIGHT_MAX * SESS_BATCH_REP_MAX)
+#define SESS_FDS_MAX	4
+
+struct agent_session {
+	struct agent_worker *w;
+	enum agent_session_state state;
+	int fd;
+	int is_unix;
+	int peer_gone;			/* control connection lost */
+	int kick;			/* parse buffered frames again */
+	uint32_t ev;			/* epoll events registered */
+	uint32_t data_ev;
+	char peer[64];
+	uint64_t id;
+	uint64_t t_start;
+	uint8_t nonce_c[BCP_NONCE_LEN], nonce_s[BCP_NONCE_LEN];
+	uint64_t features;
+	struct agent_tag tag, data_tag;
+	struct agent_store *store;
+	struct bcp_xsrv *xsrv;
+	uint8_t *rbuf;
+	uint32_t rlen;
+	uint8_t *wbuf;
+	uint32_t wlen, wpos;
+	int fds[SESS_FDS_MAX];		/* descriptors received, FIFO */
+	unsigned int nfds;
+	struct agent_batch *batch_pool;	/* free batches */
+	unsigned int batches_live;
+	struct agent_batch *batches;	/* the pool's memory */
+	struct agent_session *next;
+	struct agent_session **pprev;
+};
+
+struct agent_inbox_item {
+	int fd;
+	int is_unix;
+	char peer[64];
+	uint8_t frame[128];
+	size_t len;
+	struct agent_inbox_item *next;
+};
+
+struct agent_worker {
+	unsigned int idx;
+	pthread_t thread;
+	int epfd;
+	struct agent_ring ring;
+	struct agent_tag ring_tag, inbox_tag;
+	/* staging: allocated once, registered with the ring */
+	uint8_t *staging;
+	size_t staging_len;
+	struct agent_slot *slots;
+	struct agent_slot *free_slots;
+	unsigned int nfree;
+	/* batches waiting for slots (FIFO) */
+	struct agent_batch *bq_head, *bq_tail;
+	int in_sched, resched;
+	struct agent_session *sessions;
+	unsigned int nsessions;
+	int stopping;
+	uint64_t stop_deadline;
+	struct agent_stats stats;
+	/* inbox: the main thread hands over connections here */
+	pthread_mutex_t inbox_lock;
+	struct agent_inbox_item *inbox;	/* under inbox_lock */
+	int inbox_efd;
+	atomic_int stop;
+};
+
+/* session.c */
+struct agent_session *agent_session_new(struct agent_worker *w, int fd,
+					const char *peer, int is_unix);
+void agent_session_free(struct agent_session *s);
+/* A HELLO that arrived first (frame decoded by the caller). */
+void agent_session_hello(struct agent_session *s, const struct bcp_msg *m);
+void agent_session_on_ctl(struct agent_session *s, uint32_t events);
+void agent_session_on_data(struct agent_session *s, uint32_t events);
+/* Parse and serve what is buffered (after backpressure lifted). */
+void agent_session_parse(struct agent_session *s);
+int agent_session_flush(struct agent_session *s);
+void agent_session_close(struct agent_session *s, int peer_gone);
+/* Append an encoded reply; 0 or -errno (then the session closes). */
+int agent_session_reply(struct agent_session *s, const struct bcp_msg *m);
+/* DATA_ATTACH on a new connection for a session of this worker. */
+void agent_session_attach(struct agent_worker *w, int fd, const char *peer,
+			  const struct bcp_msg *m);
+void agent_session_update_events(struct agent_session *s);
+
+/* batch.c */
+int agent_batch_slots_init(struct agent_worker *w);
+void agent_batch_slots_fini(struct agent_worker *w);
+/* Start a decoded BATCH_PULL/PUSH; -EAGAIN when no batch is free. */
+int agent_batch_start(struct agent_session *s, const struct bcp_msg *m);
+void agent_batch_schedule(struct agent_worker *w);
+/* A ring completion for a slot (user_data with bit 0 set). */
+void agent_batch_ring_done(struct agent_worker *w, uint64_t user_data,
+			   int32_t res);
+/* xsrv completion callback. */
+void agent_batch_xfer_done(void *ctx, struct bcp_xsrv_op *op, int status);
+
+#endif /* AGENT_WORKER_I_H */

@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * agent_batch.c - BATCH_PUSH / BATCH_PULL against a real agent with four
+ * 64 KiB slots: random sizes and offsets verified byte for byte over both
+ * transports (shm on the unix socket, tcp on 127.0.0.1), then raw batches
+ * over shm: one bad segment of each kind fails only itself, and a batch
+ * larger than all slots together completes.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "bcp_frame.h"
+#include "harness.h"
+
+#define FILE_MAX	(2u << 20)
+#define LANES		8
+#define LANE		(FILE_MAX / LANES)
+
+static uint8_t shadow[FILE_MAX];
+
+struct lane_io {
+	struct bcp_client *c;
+	uint16_t op;
+	uint64_t fh, off;
+	uint32_t len;
+	uint8_t *data;
+	int res;
+};
+
+static void *lane_run(void *arg)
+{
+	struct lane_io *l = arg;
+
+	l->res = t_io(l->c, l->op, l->fh, l->off, l->data, l->len);
+	return NULL;
+}
+
+static void random_rw(struct t_agent *a, int tcp)
+{
+	enum bcp_transport tr = tcp ? BCP_XFER_TCP : BCP_XFER_SHM;
+	struct bcp_client *c = t_client(a, tcp, tr, 8u << 20);
+	static uint8_t data[LANES][LANE], back[LANE];
+	uint64_t root = bcp_client_root(c), fh, size = 0;
+	char name[32], path[600];
+	struct bcp_entry e;
+	int round, i, fd;
+
+	T_EQ(bcp_client_transport(c), tr);
+	snprintf(name, sizeof(name), "rand-%s", tcp ? "tcp" : "shm");
+	T_EQ(t_create(c, root, name, 0644, O_RDWR, &e, &fh), 0);
+	memset(shadow, 0, sizeof(shadow));
+	for (round = 0; round < 30; round++) {
+		struct lane_io io[LANES];
+		pthread_t th[LANES];
+
+		/* eight concurrent writes in disjoint lanes: many-seg batches */
+		for (i = 0; i < LANES; i++) {
+			uint32_t len = 1 + (uint32_t)(random() % (LANE - 1));
+			uint32_t off = (uint32_t)(random() % (LANE - len + 1));
+			uint32_t j;
+
+			for (j = 0; j < len; j++)
+				data[i][j] = (uint8_t)random();
+			io[i] = (struct lane_io){ c, BCP_OP_BATCH_PUSH, fh,
+						  (uint64_t)i * LANE + off,
+						  len, data[i], 0 };
+			memcpy(shadow + io[i].off, data[i], len);
+			if (io[i].off + len > size)
+				size = io[i].off + len;
+			pthread_create(&th[i], NULL, lane_run, &io[i]);
+		}
+		for (i = 0; i < LANES; i++) {
+			pthread_join(th[i], NULL);
+			T_EQ(io[i].res, io[i].len);
+		}
+		/* random reads, compared with what was written */
+		for (i = 0; i < 4; i++) {
+			uint32_t len = 1 + (uint32_t)(random() % LANE);
+			uint64_t off = (uint64_t)random() % FILE_MAX;
+			int want = off >= size ? 0 : (int)(size - off < len ?
+							   size - off : len);
+
+			T_EQ(t_io(c, BCP_OP_BATCH_PULL, fh, off, back, len),
+			     want);
+			T_CHECK(!memcmp(back, shadow + off, (size_t)want));
+		}
+	}
+	/* the file on disk has exactly the bytes written */
+	snprintf(path, sizeof(path), "%s/%s", a->root, name);
+	fd = open(path, O_RDONLY);
+	T_CHECK(fd >= 0);
+	{
+		static uint8_t disk[FILE_MAX];
+		ssize_t n = pread(fd, disk, sizeof(disk), 0);
+
+		close(fd);
+		T_EQ(n, size);
+		T_EQ(t_fnv(disk, (size_t)n), t_fnv(shadow, size));
+	}
+	T_EQ(t_release(c, e.handle, fh), 0);
+	bcp_client_destroy(c);
+}
+
+/* Raw session over shm with a 4 MiB memfd region 7. */
+static void raw_batches(struct t_agent *a)
+{
+	static uint8_t buf[BCP_FRAME_MAX], pat[3u << 20];
+	struct bcp_seg segs[40];
+	struct bcp_msg m, rep;
+	uint64_t root, fh;
+	size_t rlen = 4u << 20;
+	uint8_t *region;
+	int fd, mfd, n, i;
+	enum bcp_err why;
+	char path[600];
+
+	for (i = 0; i < (int)sizeof(pat); i++)
+		pat[i] = (uint8_t)(i * 7 + (i >> 12));
+	snprintf(path, sizeof(path), "%s/big", a->root);
+	fd = open(path, O_CREAT | O_WRONLY, 0644);
+	T_EQ(write(fd, pat, sizeof(pat)), sizeof(pat));
+	close(fd);
+
+	fd = t_raw_connect(a, 0);
+	T_EQ(t_raw_handshake(fd, a->secret, &root, NULL), 0);
+	/* A memfd that cannot be sealed against shrinking is refused. */
+	mfd = memfd_create("t-unsealable", MFD_CLOEXEC);
+	T_EQ(ftruncate(mfd, (off_t)rlen), 0);
+	bcp_msg_init(&m, BCP_OP_REGISTER_REGION, 9);
+	m.hdr.flags = BCP_HF_FD;
+	m.u.region_req.region_id = 6;
+	m.u.region_req.kind = BCP_REGION_SHM;
+	m.u.region_req.length = rlen;
+	n = bcp_encode(buf, sizeof(buf), &m);
+	T_EQ(bcp_frame_send(fd, buf, (size_t)n, mfd), 0);
+	n = bcp_frame_recv(fd, buf, sizeof(buf), NULL, 5000, &why);
+	T_CHECK(n > 0);
+	T_EQ(bcp_decode(buf, (size_t)n, &rep, &why), 0);
+	T_EQ(rep.hdr.status, -EPERM);
+	close(mfd);
+
+	mfd = memfd_create("t-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	T_EQ(ftruncate(mfd, (off_t)rlen), 0);
+	region = mmap(NULL, rlen, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	T_CHECK(region != MAP_FAILED);
+	bcp_msg_init(&m, BCP_OP_REGISTER_REGION, 10);
+	m.hdr.flags = BCP_HF_FD;
+	m.u.region_req.region_id = 7;
+	m.u.region_req.kind = BCP_REGION_SHM;
+	m.u.region_req.length = rlen;
+	n = bcp_encode(buf, sizeof(buf), &m);
+	T_EQ(bcp_frame_send(fd, buf, (size_t)n, mfd), 0);
+	n = bcp_frame_recv(fd, buf, sizeof(buf), NULL, 5000, &why);
+	T_CHECK(n > 0);
+	T_EQ(bcp_decode(buf, (size_t)n, &rep, &why), 0);
+	T_EQ(rep.hdr.status, 0);
+
+	bcp_msg_init(&m, BCP_OP_LOOKUP, 11);
+	m.u.named_req.parent = root;
+	m.u.named_req.name_len = 3;
+	m.name = "big";
+	T_EQ(t_raw_call(fd, &m, &rep, buf, sizeof(buf)), 0);
+	bcp_msg_init(&m, BCP_OP_OPEN, 12);
+	m.u.open_req.handle = rep.u.entry_rep.entry.handle;
+	m.u.open_req.flags = O_RDWR;
+	T_EQ(t_raw_call(fd, &m, &rep, buf, sizeof(buf)), 0);
+	fh = rep.u.open_rep.fh;
+
+	/* PULL: 1 MiB (16 chunks), bad fh, bad region, out of bounds,
+	 * past EOF, short at EOF, then 32 x 64 KiB: far more than 4 slots */
+	memset(segs, 0, sizeof(segs));
+	segs[0] = (struct bcp_seg){ fh, 12345, 1u << 20, 7, 0 };
+	segs[1] = (struct bcp_seg){ fh + 999, 0, 4096, 7, 1u << 20 };
+	segs[2] = (struct bcp_seg){ fh, 0, 4096, 8, 0 };
+	segs[3] = (struct bcp_seg){ fh, 0, 8192, 7, rlen - 4096 };
+	segs[4] = (struct bcp_seg){ fh, 5u << 20, 4096, 7, 7u << 19 };
+	segs[5] = (struct bcp_seg){ fh, sizeof(pat) - 100, 4096, 7,
+				    (7u << 19) + 8192 };
+	for (i = 6; i < 38; i++)
+		segs[i] = (struct bcp_seg){ fh, (uint64_t)(i - 6) * 65536,
+					    65536, 7,
+					    (uint64_t)(i - 6) * 65536 +
+						    (1u << 20) + 65536 };
+	memset(region, 0xee, rlen);
+	bcp_msg_init(&m, BCP_OP_BATCH_PULL, 13);
+	m.u.batch_req.count = 38;
+	m.segs = segs;
+	T_EQ(t_raw_call(fd, &m, &rep, buf, sizeof(buf)), 0);
+	T_EQ(rep.u.batch_rep.count, 38);
+	T_EQ(bcp_msg_status(&rep, 0), 1u << 20);
+	T_CHECK(!memcmp(region, pat + 12345, 1u << 20));
+	T_EQ(bcp_msg_status(&rep, 1), -EBADF);
+	T_CHECK(bcp_msg_status(&rep, 2) < 0);
+	T_CHECK(bcp_msg_status(&rep, 3) < 0);
+	T_EQ(bcp_msg_status(&rep, 4), 0);
+	T_EQ(bcp_msg_status(&rep, 5), 100);
+	T_CHECK(!memcmp(region + (7u << 19) + 8192, pat + sizeof(pat) - 100,
+			100));
+	for (i = 6; i < 38; i++) {
+		T_EQ(bcp_msg_status(&rep, (uint32_t)i), 65536);
+	}
+	T_CHECK(!memcmp(region + (1u << 20) + 65536, pat, 32 * 65536));
+
+	/* PUSH: 1.5 MiB from the region, one bad segment beside it */
+	for (i = 0; i < (int)(3u << 19); i++)
+		region[i] = (uint8_t)(i * 13 + 1);
+	segs[0] = (struct bcp_seg){ fh, 100, 3u << 19, 7, 0 };
+	segs[1] = (struct bcp_seg){ 0, 0, 4096, 7, 0 };
+	bcp_msg_init(&m, BCP_OP_BATCH_PUSH, 14);
+	m.u.batch_req.count = 2;
+	m.segs = segs;
+	T_EQ(t_raw_call(fd, &m, &rep, buf, sizeof(buf)), 0);
+	T_EQ(bcp_msg_status(&rep, 0), 3u << 19);
+	T_EQ(bcp_msg_status(&rep, 1), -EBADF);
+	fd = open(path, O_RDONLY);
+	{
+		static uint8_t disk[3u << 19];
+
+		T_EQ(pread(fd, disk, sizeof(disk), 100), sizeof(disk));
+		T_CHECK(!memcmp(disk, region, sizeof(disk)));
+	}
+	close(fd);
+	munmap(region, rlen);
+	close(mfd);
+}
+
+int main(void)
+{
+	struct t_agent a;
+
+	srandom(4242);
+	t_agent_init(&a, "agent_batch");
+	t_agent_start(&a);
+	random_rw(&a, 0);
+	random_rw(&a, 1);
+	raw_batches(&a);
+	T_EQ(t_agent_stop(&a), 0);
+	t_agent_cleanup(&a);
+	return 0;
+}
