@@ -119,8 +119,7 @@ static void raw_batches(struct t_agent *a)
 	uint64_t root, fh;
 	size_t rlen = 4u << 20;
 	uint8_t *region;
-	int fd, mfd, n, i;
-	enum bcp_err why;
+	int fd, mfd, i;
 	char path[600];
 
 	for (i = 0; i < (int)sizeof(pat); i++)
@@ -135,34 +134,14 @@ static void raw_batches(struct t_agent *a)
 	/* A memfd that cannot be sealed against shrinking is refused. */
 	mfd = memfd_create("t-unsealable", MFD_CLOEXEC);
 	T_EQ(ftruncate(mfd, (off_t)rlen), 0);
-	bcp_msg_init(&m, BCP_OP_REGISTER_REGION, 9);
-	m.hdr.flags = BCP_HF_FD;
-	m.u.region_req.region_id = 6;
-	m.u.region_req.kind = BCP_REGION_SHM;
-	m.u.region_req.length = rlen;
-	n = bcp_encode(buf, sizeof(buf), &m);
-	T_EQ(bcp_frame_send(fd, buf, (size_t)n, mfd), 0);
-	n = bcp_frame_recv(fd, buf, sizeof(buf), NULL, 5000, &why);
-	T_CHECK(n > 0);
-	T_EQ(bcp_decode(buf, (size_t)n, &rep, &why), 0);
-	T_EQ(rep.hdr.status, -EPERM);
+	T_EQ(t_raw_register_shm(fd, 9, 6, mfd, rlen), -EPERM);
 	close(mfd);
 
 	mfd = memfd_create("t-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	T_EQ(ftruncate(mfd, (off_t)rlen), 0);
 	region = mmap(NULL, rlen, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
 	T_CHECK(region != MAP_FAILED);
-	bcp_msg_init(&m, BCP_OP_REGISTER_REGION, 10);
-	m.hdr.flags = BCP_HF_FD;
-	m.u.region_req.region_id = 7;
-	m.u.region_req.kind = BCP_REGION_SHM;
-	m.u.region_req.length = rlen;
-	n = bcp_encode(buf, sizeof(buf), &m);
-	T_EQ(bcp_frame_send(fd, buf, (size_t)n, mfd), 0);
-	n = bcp_frame_recv(fd, buf, sizeof(buf), NULL, 5000, &why);
-	T_CHECK(n > 0);
-	T_EQ(bcp_decode(buf, (size_t)n, &rep, &why), 0);
-	T_EQ(rep.hdr.status, 0);
+	T_EQ(t_raw_register_shm(fd, 10, 7, mfd, rlen), 0);
 
 	bcp_msg_init(&m, BCP_OP_LOOKUP, 11);
 	m.u.named_req.parent = root;

@@ -255,20 +255,11 @@ int main(void)
 		size_t rlen = 8u << 20;
 		int mfd = memfd_create("r", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 		int i, n;
-		enum bcp_err why;
 		uint64_t fh;
 
 		T_EQ(ftruncate(mfd, (off_t)rlen), 0);
 		fd = session(&root);
-		bcp_msg_init(&m, BCP_OP_REGISTER_REGION, 30);
-		m.hdr.flags = BCP_HF_FD;
-		m.u.region_req.region_id = 3;
-		m.u.region_req.kind = BCP_REGION_SHM;
-		m.u.region_req.length = rlen;
-		n = bcp_encode(buf, sizeof(buf), &m);
-		T_EQ(bcp_frame_send(fd, buf, (size_t)n, mfd), 0);
-		n = bcp_frame_recv(fd, buf, sizeof(buf), NULL, 5000, &why);
-		T_CHECK(n > 0);
+		T_EQ(t_raw_register_shm(fd, 30, 3, mfd, rlen), 0);
 		close(mfd);
 		bcp_msg_init(&m, BCP_OP_CREATE, 31);
 		m.u.create_req.parent = root;

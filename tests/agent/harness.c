@@ -506,3 +506,25 @@ uint64_t t_fnv(const void *p, size_t len)
 	}
 	return h;
 }
+
+int t_raw_register_shm(int fd, uint64_t req_id, uint32_t id, int mfd,
+		       uint64_t len)
+{
+	static _Thread_local uint8_t buf[BCP_FRAME_MAX];
+	struct bcp_msg m, rep;
+	enum bcp_err why;
+	int n;
+
+	bcp_msg_init(&m, BCP_OP_REGISTER_REGION, req_id);
+	m.hdr.flags = BCP_HF_FD;
+	m.u.region_req.region_id = id;
+	m.u.region_req.kind = BCP_REGION_SHM;
+	m.u.region_req.length = len;
+	n = bcp_encode(buf, sizeof(buf), &m);
+	T_CHECK(n > 0);
+	T_EQ(bcp_frame_send(fd, buf, (size_t)n, mfd), 0);
+	n = bcp_frame_recv(fd, buf, sizeof(buf), NULL, 5000, &why);
+	T_CHECK(n > 0);
+	T_EQ(bcp_decode(buf, (size_t)n, &rep, &why), 0);
+	return rep.hdr.status;
+}

@@ -64,6 +64,9 @@ int t_raw_call(int fd, struct bcp_msg *m, struct bcp_msg *rep, void *buf,
 	       size_t cap);
 /* 1 when the peer closed the connection within timeout_ms. */
 int t_raw_closed(int fd, int timeout_ms);
+/* REGISTER_REGION of memfd mfd as shm region id; returns the reply status */
+int t_raw_register_shm(int fd, uint64_t req_id, uint32_t id, int mfd,
+		       uint64_t len);
 
 /* Synchronous helpers over the client library; return status. */
 int t_lookup(struct bcp_client *c, uint64_t parent, const char *name,
