@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * bcfs_i.h - private declarations of the bluecachefs FUSE daemon.
+ *
+ * The daemon is one process with one mount: the state lives in a single
+ * struct bcfs (bcfs_g), set up by main.c before the session starts and torn
+ * down after it ends.  The operation families (ops_*.c) reach the agent
+ * through the client library; inode.c keeps the table of inodes the kernel
+ * knows about; embed.c runs the private agent of "local:DIR".
+ *
+ * Node ids: the agent's handle is the FUSE nodeid, except the agent's root
+ * handle, which is FUSE_ROOT_ID (handles are never 0 or 1, so the two
+ * spaces do not collide).
+ */
+#ifndef BCFS_I_H
+#define BCFS_I_H
+
+#define FUSE_USE_VERSION 312
+
+#include <fuse_lowlevel.h>
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "bcp_client.h"
+
+#define BCFS_PROG		"bluecachefs"
+#define BCFS_IO_MAX		(1u << 20)	/* max_read / max_write */
+#define BCFS_READAHEAD		(4u << 20)	/* conn->max_readahead */
+#define BCFS_RW_CTX		256		/* preallocated r/w contexts */
+#define BCFS_RW_CHUNKS		(BCFS_IO_MAX / 4096) /* pieces of one r/w */
+
+/* Command-line options (fuse_opt_parse fills the strings). */
+struct bcfs_opts {
+	char *agent;		/* the AGENT argument */
+	char *mountpoint;
+	char *transport;	/* auto|shm|tcp|rdma */
+	char *secret_file;
+	char *pool_size;	/* bytes, with an optional K/M/G suffix */
+	double attr_timeout;
+	double entry_timeout;
+	unsigned int max_batch;
+	int writeback;
+	int foreground;
+	int debug;
+	int single;
+	int ro;
+	int show_help;
+	int show_version;
+};
+
+/* One inode the kernel holds a reference to (a lookup count). */
+struct bcfs_inode {
+	uint64_t handle;	/* agent handle; immutable */
+	/* the fields below are protected by bcfs_itable.lock */
+	struct bcfs_inode *hnext;
+	uint64_t nlookup;
+	uint64_t parent;	/* handle of the parent it was last seen in */
+	char *name;		/* its name there, for a reconnect */
+	int64_t open_mtime;	/* mtime and size at the last open or */
+	uint32_t open_mtime_nsec; /* writer's release, for keep_cache */
+	uint64_t open_size;
+	int open_valid;
+};
+
+struct bcfs_itable {
+	pthread_mutex_t lock;
+	/* protected by lock */
+	struct bcfs_inode **buckets;
+	size_t nbuckets;
+	size_t count;
+};
+
+/*
+ * A read or write in flight: the kernel request and the pieces it was
+ * split into.  Preallocated (BCFS_RW_CTX of them); a FUSE thread waits for
+ * a free one only when that many requests are already in flight.
+ */
+struct bcfs_rw {
+	struct bcfs_rw *next;		/* free list, under bcfs.rw_lock */
+	fuse_req_t req;
+	int write;
+	unsigned int nchunks;
+	unsigned int pending;		/* atomic */
+	struct bcp_io *io[BCFS_RW_CHUNKS];
+	int32_t result[BCFS_RW_CHUNKS];
+};
+
+/* The embedded agent of local:DIR. */
+struct bcfs_embed {
+	pid_t pid;
+	int log_fd;		/* read end of the agent's stderr, or -1 */
+	pthread_t log_thread;
+	int log_started;
+	char dir[256];		/* private directory holding the socket */
+	char addr[300];		/* "unix:DIR/agent.sock" */
+};
+
+struct bcfs {
+	struct bcfs_opts o;
+	struct bcp_client *client;
+	uint64_t root;			/* the agent's root handle */
+	uint64_t features;		/* negotiated BCP_FEAT_* */
+	struct fuse_session *se;
+	struct bcfs_itable itable;
+	struct bcfs_embed embed;
+	int embedded;
+	int log_syslog;
+
+	/* read/write contexts; lock order: rw_lock, then the client's */
+	pthread_mutex_t rw_lock;
+	pthread_cond_t rw_cond;
+	/* protected by rw_lock */
+	struct bcfs_rw *rw_free;
+	struct bcfs_rw *rw_all;
+	/* largest piece the pool hands out; shrinks on demand (atomic) */
+	uint32_t chunk;
+};
+
+extern struct bcfs bcfs_g;
+
+/* log.c */
+enum bcfs_level { BCFS_ERR, BCFS_WARN, BCFS_INFO, BCFS_DEBUG };
+extern int bcfs_log_level;
+void bcfs_log(enum bcfs_level lvl, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void bcfs_log_to_syslog(void);
+void bcfs_log_line(const char *line, size_t len);
+#define bcfs_err(...)	bcfs_log(BCFS_ERR, __VA_ARGS__)
+#define bcfs_warn(...)	bcfs_log(BCFS_WARN, __VA_ARGS__)
+#define bcfs_info(...)	bcfs_log(BCFS_INFO, __VA_ARGS__)
+#define bcfs_dbg(...) \
+	do { \
+		if (bcfs_log_level >= BCFS_DEBUG) \
+			bcfs_log(BCFS_DEBUG, __VA_ARGS__); \
+	} while (0)
+
+/* main.c: once, from the first requests after INIT */
+void bcfs_readahead_raise(void);
+
+/* inode.c */
+int bcfs_itable_init(struct bcfs_itable *t);
+void bcfs_itable_fini(struct bcfs_itable *t);
+/* One more kernel reference to handle, found in parent under name. */
+int bcfs_inode_ref(uint64_t handle, uint64_t parent, const char *name,
+		   size_t name_len);
+/* Drop n references; at zero the record goes.  Queues the agent FORGET. */
+void bcfs_inode_forget(uint64_t handle, uint64_t n);
+/*
+ * keep_cache decision for an open: 1 when mtime and size equal those seen
+ * at the previous open, and remember them either way.
+ */
+int bcfs_inode_open_check(uint64_t handle, const struct bcp_attr *a);
+/* Forget the open state so that the next open refreshes the cache. */
+void bcfs_inode_open_update(uint64_t handle, const struct bcp_attr *a);
+
+/* ops_attr.c: shared helpers for the operation families */
+static inline uint64_t bcfs_handle(fuse_ino_t ino)
+{
+	return ino == FUSE_ROOT_ID ? bcfs_g.root : (uint64_t)ino;
+}
+
+static inline fuse_ino_t bcfs_nodeid(uint64_t handle)
+{
+	return handle == bcfs_g.root ? FUSE_ROOT_ID : (fuse_ino_t)handle;
+}
+
+/* A zeroed request for op; the client library assigns the req_id. */
+static inline void bcfs_msg(struct bcp_msg *m, uint16_t op)
+{
+	bcp_msg_init(m, op, 0);
+}
+
+/* Length of a name the wire can carry, or -ENAMETOOLONG. */
+static inline int bcfs_name_len(const char *name)
+{
+	size_t len = strlen(name);
+
+	return len > BCP_NAME_MAX ? -ENAMETOOLONG : (int)len;
+}
+
+void bcfs_attr_to_stat(const struct bcp_attr *a, struct stat *st);
+/*
+ * A synchronous call with a per-thread reply buffer of BCP_FRAME_MAX bytes:
+ * rep's tails point into it until the thread's next call.
+ */
+int bcfs_call(struct bcp_msg *req, struct bcp_msg *rep);
+/*
+ * Reply to an entry-returning request whose reply took one agent reference
+ * on entry->handle; records it, and gives it back if the kernel is gone.
+ */
+void bcfs_reply_entry(fuse_req_t req, uint64_t parent, const char *name,
+		      const struct bcp_entry *entry);
+void bcfs_fill_entry(const struct bcp_entry *entry,
+		     struct fuse_entry_param *e);
+/* fuse_reply_err of a negative errno (0 is success). */
+static inline void bcfs_reply_status(fuse_req_t req, int status)
+{
+	fuse_reply_err(req, status < 0 ? -status : 0);
+}
+
+void bcfs_op_getattr(fuse_req_t req, fuse_ino_t ino,
+		     struct fuse_file_info *fi);
+void bcfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+		     int to_set, struct fuse_file_info *fi);
+void bcfs_op_readlink(fuse_req_t req, fuse_ino_t ino);
+void bcfs_op_statfs(fuse_req_t req, fuse_ino_t ino);
+
+/* ops_dir.c */
+void bcfs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void bcfs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
+void bcfs_op_forget_multi(fuse_req_t req, size_t count,
+			  struct fuse_forget_data *forgets);
+void bcfs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+		   mode_t mode, dev_t rdev);
+void bcfs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+		   mode_t mode);
+void bcfs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+		     const char *name);
+void bcfs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+		  const char *newname);
+void bcfs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void bcfs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void bcfs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+		    fuse_ino_t newparent, const char *newname,
+		    unsigned int flags);
+void bcfs_op_opendir(fuse_req_t req, fuse_ino_t ino,
+		     struct fuse_file_info *fi);
+void bcfs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		     struct fuse_file_info *fi);
+void bcfs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
+			 off_t off, struct fuse_file_info *fi);
+void bcfs_op_releasedir(fuse_req_t req, fuse_ino_t ino,
+			struct fuse_file_info *fi);
+void bcfs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+		      struct fuse_file_info *fi);
+
+/* ops_rw.c */
+int bcfs_rw_init(void);
+void bcfs_rw_fini(void);
+void bcfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void bcfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+		    mode_t mode, struct fuse_file_info *fi);
+void bcfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		  struct fuse_file_info *fi);
+void bcfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
+		   size_t size, off_t off, struct fuse_file_info *fi);
+void bcfs_op_write_buf(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_bufvec *bufv, off_t off,
+		       struct fuse_file_info *fi);
+void bcfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void bcfs_op_release(fuse_req_t req, fuse_ino_t ino,
+		     struct fuse_file_info *fi);
+void bcfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+		   struct fuse_file_info *fi);
+void bcfs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
+		       off_t offset, off_t length, struct fuse_file_info *fi);
+void bcfs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		   struct fuse_file_info *fi);
+void bcfs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in,
+			     off_t off_in, struct fuse_file_info *fi_in,
+			     fuse_ino_t ino_out, off_t off_out,
+			     struct fuse_file_info *fi_out, size_t len,
+			     int flags);
+
+/* ops_xattr.c */
+void bcfs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+		      const char *value, size_t size, int flags);
+void bcfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+		      size_t size);
+void bcfs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+void bcfs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+
+/* embed.c: local:DIR */
+/* Start the agent on dir; fills e, including the address to connect to. */
+int bcfs_embed_start(const char *dir, struct bcfs_embed *e);
+/*
+ * Remove the socket and the private directory: once connected nothing
+ * needs them, and nothing is left behind even if the daemon is killed.
+ */
+void bcfs_embed_dir_remove(struct bcfs_embed *e);
+/* SIGTERM, wait, remove the private directory.  Safe on a zeroed e. */
+void bcfs_embed_stop(struct bcfs_embed *e);
+
+#endif /* BCFS_I_H */

@@ -1,0 +1,227 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * inode.c - the inodes the kernel holds references to.
+ *
+ * Every reply that hands the kernel an entry (lookup, create, mkdir, mknod,
+ * symlink, link, readdirplus) takes one agent reference on the handle and
+ * one kernel lookup count; the record here counts them, remembers where
+ * the inode was last seen (parent handle and name, so that a reconnect can
+ * resolve it again after an agent restart) and the mtime/size seen at the
+ * last open (for keep_cache).  FUSE forgets go to the agent in batches
+ * through bcp_client_forget().
+ *
+ * Locking: bcfs_itable.lock protects the table and every record's mutable
+ * fields.  It is a leaf lock: nothing else is taken while it is held.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bcfs_i.h"
+
+#define BCFS_ITABLE_MIN	1024
+
+static size_t bcfs_ihash(uint64_t handle, size_t nbuckets)
+{
+	handle ^= handle >> 33;
+	handle *= 0xff51afd7ed558ccdull;
+	handle ^= handle >> 33;
+	return handle & (nbuckets - 1);
+}
+
+int bcfs_itable_init(struct bcfs_itable *t)
+{
+	int ret;
+
+	t->buckets = calloc(BCFS_ITABLE_MIN, sizeof(*t->buckets));
+	if (!t->buckets)
+		return -ENOMEM;
+	t->nbuckets = BCFS_ITABLE_MIN;
+	t->count = 0;
+	ret = -pthread_mutex_init(&t->lock, NULL);
+	if (ret)
+		goto out_free_buckets;
+	return 0;
+
+out_free_buckets:
+	free(t->buckets);
+	t->buckets = NULL;
+	return ret;
+}
+
+void bcfs_itable_fini(struct bcfs_itable *t)
+{
+	struct bcfs_inode *in, *next;
+	size_t i;
+
+	if (!t->buckets)
+		return;
+	for (i = 0; i < t->nbuckets; i++) {
+		for (in = t->buckets[i]; in; in = next) {
+			next = in->hnext;
+			free(in->name);
+			free(in);
+		}
+	}
+	free(t->buckets);
+	t->buckets = NULL;
+	pthread_mutex_destroy(&t->lock);
+}
+
+/* Called with t->lock held. */
+static struct bcfs_inode *bcfs_ifind(struct bcfs_itable *t, uint64_t handle)
+{
+	struct bcfs_inode *in;
+
+	for (in = t->buckets[bcfs_ihash(handle, t->nbuckets)]; in;
+	     in = in->hnext)
+		if (in->handle == handle)
+			return in;
+	return NULL;
+}
+
+/* Called with t->lock held.  Failing to grow only costs speed. */
+static void bcfs_igrow(struct bcfs_itable *t)
+{
+	struct bcfs_inode **nb, *in, *next;
+	size_t n = t->nbuckets * 2, i, h;
+
+	nb = calloc(n, sizeof(*nb));
+	if (!nb)
+		return;
+	for (i = 0; i < t->nbuckets; i++) {
+		for (in = t->buckets[i]; in; in = next) {
+			next = in->hnext;
+			h = bcfs_ihash(in->handle, n);
+			in->hnext = nb[h];
+			nb[h] = in;
+		}
+	}
+	free(t->buckets);
+	t->buckets = nb;
+	t->nbuckets = n;
+}
+
+int bcfs_inode_ref(uint64_t handle, uint64_t parent, const char *name,
+		   size_t name_len)
+{
+	struct bcfs_itable *t = &bcfs_g.itable;
+	struct bcfs_inode *in, *fresh = NULL;
+	char *nm = NULL;
+	size_t h;
+
+	if (handle == bcfs_g.root)
+		return 0;
+	if (name) {
+		nm = strndup(name, name_len);
+		if (!nm)
+			return -ENOMEM;
+	}
+	pthread_mutex_lock(&t->lock);
+	in = bcfs_ifind(t, handle);
+	if (!in) {
+		pthread_mutex_unlock(&t->lock);
+		fresh = calloc(1, sizeof(*fresh));
+		if (!fresh) {
+			free(nm);
+			return -ENOMEM;
+		}
+		fresh->handle = handle;
+		pthread_mutex_lock(&t->lock);
+		in = bcfs_ifind(t, handle);
+		if (!in) {
+			if (t->count >= t->nbuckets)
+				bcfs_igrow(t);
+			h = bcfs_ihash(handle, t->nbuckets);
+			fresh->hnext = t->buckets[h];
+			t->buckets[h] = fresh;
+			t->count++;
+			in = fresh;
+			fresh = NULL;
+		}
+	}
+	in->nlookup++;
+	if (nm) {
+		free(in->name);
+		in->name = nm;
+		in->parent = parent;
+	}
+	pthread_mutex_unlock(&t->lock);
+	free(fresh);
+	return 0;
+}
+
+void bcfs_inode_forget(uint64_t handle, uint64_t n)
+{
+	struct bcfs_itable *t = &bcfs_g.itable;
+	struct bcfs_inode **pp, *in;
+
+	if (!n || handle == bcfs_g.root)
+		return;
+	pthread_mutex_lock(&t->lock);
+	for (pp = &t->buckets[bcfs_ihash(handle, t->nbuckets)]; *pp;
+	     pp = &(*pp)->hnext) {
+		in = *pp;
+		if (in->handle != handle)
+			continue;
+		if (in->nlookup <= n) {
+			*pp = in->hnext;
+			t->count--;
+			pthread_mutex_unlock(&t->lock);
+			free(in->name);
+			free(in);
+			goto out_forget;
+		}
+		in->nlookup -= n;
+		break;
+	}
+	pthread_mutex_unlock(&t->lock);
+out_forget:
+	bcp_client_forget(bcfs_g.client, handle, n);
+}
+
+static int bcfs_iopen_same(const struct bcfs_inode *in,
+			   const struct bcp_attr *a)
+{
+	return in->open_valid && in->open_mtime == a->mtime &&
+	       in->open_mtime_nsec == a->mtime_nsec &&
+	       in->open_size == a->size;
+}
+
+static void bcfs_iopen_set(struct bcfs_inode *in, const struct bcp_attr *a)
+{
+	in->open_mtime = a->mtime;
+	in->open_mtime_nsec = a->mtime_nsec;
+	in->open_size = a->size;
+	in->open_valid = 1;
+}
+
+int bcfs_inode_open_check(uint64_t handle, const struct bcp_attr *a)
+{
+	struct bcfs_itable *t = &bcfs_g.itable;
+	struct bcfs_inode *in;
+	int same = 0;
+
+	pthread_mutex_lock(&t->lock);
+	in = bcfs_ifind(t, handle);
+	if (in) {
+		same = bcfs_iopen_same(in, a);
+		bcfs_iopen_set(in, a);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return same;
+}
+
+void bcfs_inode_open_update(uint64_t handle, const struct bcp_attr *a)
+{
+	struct bcfs_itable *t = &bcfs_g.itable;
+	struct bcfs_inode *in;
+
+	pthread_mutex_lock(&t->lock);
+	in = bcfs_ifind(t, handle);
+	if (in)
+		bcfs_iopen_set(in, a);
+	pthread_mutex_unlock(&t->lock);
+}

@@ -1,0 +1,660 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * main.c - bluecachefs: mount objects served by a bluecache-agent.
+ *
+ *   bluecachefs AGENT MOUNTPOINT [-o opt,...] [-f] [-d] [-s]
+ *   AGENT = tcp://HOST[:PORT] | unix:PATH | local:DIR
+ *
+ * Start-up order matters for the errors users see: options are checked,
+ * then (unless -f) the daemon forks at once, before any thread exists; the
+ * child starts the private agent of local:DIR, connects to the agent
+ * (HELLO, AUTH, pool registration), and only then mounts, so an
+ * unreachable agent, a wrong secret or a version mismatch never leaves a
+ * dead mount behind.  The child reports its start-up status through a
+ * pipe and the parent exits with it: when the command returns 0 the mount
+ * is usable.
+ *
+ * This file also holds the operation table and the FUSE init callback that
+ * negotiates the kernel's capabilities.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "bcp_auth.h"
+#include "bcfs_i.h"
+
+struct bcfs bcfs_g;
+
+enum {
+	BCFS_KEY_HELP,
+	BCFS_KEY_VERSION,
+	BCFS_KEY_FOREGROUND,
+	BCFS_KEY_DEBUG,
+	BCFS_KEY_SINGLE,
+	BCFS_KEY_RO,
+	BCFS_KEY_DISCARD,
+};
+
+#define BCFS_OPT(t, p, v) { t, offsetof(struct bcfs_opts, p), v }
+
+static const struct fuse_opt bcfs_opt_spec[] = {
+	BCFS_OPT("transport=%s", transport, 0),
+	BCFS_OPT("secret_file=%s", secret_file, 0),
+	BCFS_OPT("attr_timeout=%lf", attr_timeout, 0),
+	BCFS_OPT("entry_timeout=%lf", entry_timeout, 0),
+	BCFS_OPT("pool_size=%s", pool_size, 0),
+	BCFS_OPT("max_batch=%u", max_batch, 0),
+	BCFS_OPT("writeback", writeback, 1),
+	FUSE_OPT_KEY("-h", BCFS_KEY_HELP),
+	FUSE_OPT_KEY("--help", BCFS_KEY_HELP),
+	FUSE_OPT_KEY("-V", BCFS_KEY_VERSION),
+	FUSE_OPT_KEY("--version", BCFS_KEY_VERSION),
+	FUSE_OPT_KEY("-f", BCFS_KEY_FOREGROUND),
+	FUSE_OPT_KEY("-d", BCFS_KEY_DEBUG),
+	FUSE_OPT_KEY("debug", BCFS_KEY_DEBUG),
+	FUSE_OPT_KEY("-s", BCFS_KEY_SINGLE),
+	FUSE_OPT_KEY("ro", BCFS_KEY_RO),
+	/* always on / always ours */
+	FUSE_OPT_KEY("default_permissions", BCFS_KEY_DISCARD),
+	FUSE_OPT_KEY("fsname=", BCFS_KEY_DISCARD),
+	FUSE_OPT_KEY("subtype=", BCFS_KEY_DISCARD),
+	/* mount(8), fstab and mount.fuse3 options with no meaning here */
+	FUSE_OPT_KEY("_netdev", BCFS_KEY_DISCARD),
+	FUSE_OPT_KEY("auto", BCFS_KEY_DISCARD),
+	FUSE_OPT_KEY("noauto", BCFS_KEY_DISCARD),
+	FUSE_OPT_KEY("nofail", BCFS_KEY_DISCARD),
+	FUSE_OPT_KEY("user", BCFS_KEY_DISCARD),
+	FUSE_OPT_KEY("nouser", BCFS_KEY_DISCARD),
+	FUSE_OPT_KEY("users", BCFS_KEY_DISCARD),
+	FUSE_OPT_KEY("owner", BCFS_KEY_DISCARD),
+	FUSE_OPT_KEY("group", BCFS_KEY_DISCARD),
+	FUSE_OPT_KEY("defaults", BCFS_KEY_DISCARD),
+	FUSE_OPT_KEY("nonempty", BCFS_KEY_DISCARD),
+	FUSE_OPT_KEY("relatime", BCFS_KEY_DISCARD),
+	FUSE_OPT_KEY("norelatime", BCFS_KEY_DISCARD),
+	FUSE_OPT_KEY("diratime", BCFS_KEY_DISCARD),
+	FUSE_OPT_KEY("nodiratime", BCFS_KEY_DISCARD),
+	FUSE_OPT_KEY("strictatime", BCFS_KEY_DISCARD),
+	FUSE_OPT_KEY("lazytime", BCFS_KEY_DISCARD),
+	FUSE_OPT_KEY("nolazytime", BCFS_KEY_DISCARD),
+	FUSE_OPT_KEY("iversion", BCFS_KEY_DISCARD),
+	FUSE_OPT_KEY("noiversion", BCFS_KEY_DISCARD),
+	FUSE_OPT_KEY("comment=", BCFS_KEY_DISCARD),
+	FUSE_OPT_END
+};
+
+static void bcfs_usage(FILE *f, const char *prog)
+{
+	fprintf(f,
+"usage: %s AGENT MOUNTPOINT [-o opt,...] [-f] [-d] [-s]\n"
+"\n"
+"AGENT:\n"
+"    tcp://HOST[:PORT]      an agent on the network (port 18517)\n"
+"    unix:PATH              an agent on a unix socket\n"
+"    local:DIR              start a private agent serving DIR\n"
+"\n"
+"general options:\n"
+"    -h, --help             print this help and exit\n"
+"    -V, --version          print the version and exit\n"
+"    -f                     stay in the foreground\n"
+"    -d, -o debug           debug output (implies -f)\n"
+"    -s                     single-threaded\n"
+"\n"
+"bluecachefs options:\n"
+"    -o transport=T         data transport: auto, shm or tcp (auto)\n"
+"    -o secret_file=FILE    the agent's shared secret (mode 0600)\n"
+"    -o attr_timeout=SEC    attribute cache timeout (1.0)\n"
+"    -o entry_timeout=SEC   name cache timeout (1.0)\n"
+"    -o writeback           kernel writeback cache\n"
+"    -o pool_size=BYTES     data buffer pool, K/M/G suffixes (64M)\n"
+"    -o max_batch=N         segments per batch request (256)\n"
+"\n"
+"FUSE options:\n"
+"    -o ro                  read-only mount\n"
+"    -o allow_other         allow access by other users\n"
+"    -o OPTION              other mount options (noatime, nosuid, ...)\n",
+		prog);
+}
+
+static int bcfs_opt_proc(void *data, const char *arg, int key,
+			 struct fuse_args *outargs)
+{
+	struct bcfs_opts *o = data;
+
+	switch (key) {
+	case FUSE_OPT_KEY_NONOPT:
+		if (!o->agent) {
+			o->agent = strdup(arg);
+			return 0;
+		}
+		if (!o->mountpoint) {
+			o->mountpoint = strdup(arg);
+			return 0;
+		}
+		fprintf(stderr, BCFS_PROG ": error: unexpected argument "
+			"'%s'\n", arg);
+		return -1;
+	case FUSE_OPT_KEY_OPT:
+		/* x-systemd.*, x-gvfs-* ...: for other programs */
+		if (!strncmp(arg, "x-", 2))
+			return 0;
+		return 1;
+	case BCFS_KEY_HELP:
+		o->show_help = 1;
+		return 0;
+	case BCFS_KEY_VERSION:
+		o->show_version = 1;
+		return 0;
+	case BCFS_KEY_FOREGROUND:
+		o->foreground = 1;
+		return 0;
+	case BCFS_KEY_DEBUG:
+		o->debug = 1;
+		o->foreground = 1;
+		return 0;
+	case BCFS_KEY_SINGLE:
+		o->single = 1;
+		return 0;
+	case BCFS_KEY_RO:
+		o->ro = 1;
+		return 1;
+	case BCFS_KEY_DISCARD:
+		return 0;
+	}
+	return 1;
+}
+
+/* "64M" -> bytes.  0 or -EINVAL. */
+static int bcfs_parse_size(const char *s, size_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s)
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K':
+		v <<= 10;
+		end++;
+		break;
+	case 'm': case 'M':
+		v <<= 20;
+		end++;
+		break;
+	case 'g': case 'G':
+		v <<= 30;
+		end++;
+		break;
+	}
+	if (*end == 'i' || *end == 'B')
+		end += *end == 'i' && end[1] == 'B' ? 2 : 1;
+	if (*end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static void bcfs_init(void *userdata, struct fuse_conn_info *conn)
+{
+	unsigned int want = FUSE_CAP_ASYNC_READ | FUSE_CAP_PARALLEL_DIROPS |
+			    FUSE_CAP_AUTO_INVAL_DATA;
+
+	if (bcfs_g.features & BCP_FEAT_READDIRPLUS)
+		want |= FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO;
+	else
+		conn->want &= ~(FUSE_CAP_READDIRPLUS |
+				FUSE_CAP_READDIRPLUS_AUTO);
+	if (bcfs_g.o.writeback) {
+		if (conn->capable & FUSE_CAP_WRITEBACK_CACHE)
+			want |= FUSE_CAP_WRITEBACK_CACHE;
+		else
+			bcfs_warn("the kernel has no writeback cache for "
+				  "FUSE: writeback ignored");
+	} else {
+		conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	}
+	/* pool memory is the destination anyway: splicing buys nothing */
+	conn->want &= ~(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE |
+			FUSE_CAP_SPLICE_MOVE);
+	conn->want |= want & conn->capable;
+	conn->max_write = BCFS_IO_MAX;
+	conn->max_readahead = BCFS_READAHEAD;
+	conn->max_background = 64;
+	conn->congestion_threshold = 48;
+	conn->time_gran = 1;
+	bcfs_dbg("kernel protocol %u.%u, capable 0x%x, want 0x%x",
+		 conn->proto_major, conn->proto_minor, conn->capable,
+		 conn->want);
+}
+
+static const struct fuse_lowlevel_ops bcfs_ops = {
+	.init = bcfs_init,
+	.lookup = bcfs_op_lookup,
+	.forget = bcfs_op_forget,
+	.forget_multi = bcfs_op_forget_multi,
+	.getattr = bcfs_op_getattr,
+	.setattr = bcfs_op_setattr,
+	.readlink = bcfs_op_readlink,
+	.mknod = bcfs_op_mknod,
+	.mkdir = bcfs_op_mkdir,
+	.unlink = bcfs_op_unlink,
+	.rmdir = bcfs_op_rmdir,
+	.symlink = bcfs_op_symlink,
+	.rename = bcfs_op_rename,
+	.link = bcfs_op_link,
+	.open = bcfs_op_open,
+	.create = bcfs_op_create,
+	.read = bcfs_op_read,
+	.write = bcfs_op_write,
+	.write_buf = bcfs_op_write_buf,
+	.flush = bcfs_op_flush,
+	.release = bcfs_op_release,
+	.fsync = bcfs_op_fsync,
+	.opendir = bcfs_op_opendir,
+	.readdir = bcfs_op_readdir,
+	.readdirplus = bcfs_op_readdirplus,
+	.releasedir = bcfs_op_releasedir,
+	.fsyncdir = bcfs_op_fsyncdir,
+	.statfs = bcfs_op_statfs,
+	.setxattr = bcfs_op_setxattr,
+	.getxattr = bcfs_op_getxattr,
+	.listxattr = bcfs_op_listxattr,
+	.removexattr = bcfs_op_removexattr,
+	.fallocate = bcfs_op_fallocate,
+	.lseek = bcfs_op_lseek,
+	.copy_file_range = bcfs_op_copy_file_range,
+	/* no getlk/setlk/flock: the kernel serves locks, local to this host */
+};
+
+/*
+ * The kernel caps readahead at the bdi's default (128 KiB) when it handles
+ * the INIT reply.  Once a later request arrives INIT is done: raise the
+ * bdi's read_ahead_kb to BCFS_READAHEAD then.  Only root may; failing is
+ * harmless.  The mount itself is never touched here (a pending stat of it
+ * would make an early unmount fail with EBUSY).
+ */
+static char bcfs_bdi_path[96];
+static int bcfs_ra_done;
+
+void bcfs_readahead_raise(void)
+{
+	char val[32];
+	int fd, n;
+
+	if (__atomic_exchange_n(&bcfs_ra_done, 1, __ATOMIC_ACQ_REL))
+		return;
+	if (!bcfs_bdi_path[0])
+		return;
+	fd = open(bcfs_bdi_path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = snprintf(val, sizeof(val), "%u\n", BCFS_READAHEAD / 1024);
+	if (write(fd, val, n) != n)
+		bcfs_dbg("cannot raise readahead: %s", strerror(errno));
+	close(fd);
+}
+
+/* Find the device of the mount on mnt in /proc/self/mountinfo. */
+static void bcfs_readahead_prepare(const char *mnt)
+{
+	unsigned int maj, min;
+	char line[4096], where[PATH_MAX];
+	FILE *f;
+
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%*u %*u %u:%u %*s %4095s", &maj, &min,
+			   where) != 3 || strcmp(where, mnt))
+			continue;
+		/* the last match is the one on top */
+		snprintf(bcfs_bdi_path, sizeof(bcfs_bdi_path),
+			 "/sys/class/bdi/%u:%u/read_ahead_kb", maj, min);
+	}
+	fclose(f);
+}
+
+/* The client library's lines, in the daemon's format and destination. */
+static void bcfs_client_log(int level, const char *msg)
+{
+	enum bcfs_level l = level <= LOG_ERR ? BCFS_ERR :
+			    level == LOG_WARNING ? BCFS_WARN :
+			    level <= LOG_INFO ? BCFS_INFO : BCFS_DEBUG;
+
+	bcfs_log(l, "%s", msg);
+}
+
+static int bcfs_opts_check(struct bcfs_opts *o, struct bcp_client_opts *co)
+{
+	enum bcp_transport t = BCP_XFER_AUTO;
+	size_t pool;
+
+	if (o->transport && bcp_transport_parse(o->transport, &t)) {
+		bcfs_err("transport=%s: use auto, shm or tcp", o->transport);
+		return -EINVAL;
+	}
+	if (t == BCP_XFER_RDMA) {
+		bcfs_err("transport=rdma: the rdma transport is not built in "
+			 "this version (use shm or tcp)");
+		return -EOPNOTSUPP;
+	}
+	co->transport = t;
+	if (o->pool_size) {
+		if (bcfs_parse_size(o->pool_size, &pool) ||
+		    pool < 2 * BCFS_IO_MAX || pool > (64ull << 30)) {
+			bcfs_err("pool_size=%s: give a size from 2M to 64G",
+				 o->pool_size);
+			return -EINVAL;
+		}
+		co->pool_size = pool;
+	}
+	if (o->max_batch) {
+		if (o->max_batch > BCP_SEGS_MAX) {
+			bcfs_err("max_batch=%u: at most %u", o->max_batch,
+				 BCP_SEGS_MAX);
+			return -EINVAL;
+		}
+		co->max_batch = o->max_batch;
+	}
+	if (o->attr_timeout < 0 || o->entry_timeout < 0) {
+		bcfs_err("attr_timeout and entry_timeout must not be "
+			 "negative");
+		return -EINVAL;
+	}
+	if (o->secret_file) {
+		uint8_t *secret;
+		size_t len;
+		char err[256];
+		int ret;
+
+		ret = bcp_secret_load(o->secret_file, &secret, &len, err,
+				      sizeof(err));
+		if (ret) {
+			bcfs_err("%s", err);
+			return ret;
+		}
+		co->secret = secret;
+		co->secret_len = len;
+	}
+	return 0;
+}
+
+static int bcfs_agent_check(const char *agent)
+{
+	if (!strncmp(agent, "local:", 6) && agent[6])
+		return 0;
+	if (!strncmp(agent, "unix:", 5) && agent[5])
+		return 0;
+	if (!strncmp(agent, "tcp://", 6) && agent[6])
+		return 0;
+	bcfs_err("'%s' is not an agent: use tcp://HOST[:PORT], unix:PATH "
+		 "or local:DIR", agent);
+	return -EINVAL;
+}
+
+/* Options for fuse_session_new: ours, then those the user passed on. */
+static int bcfs_fuse_args(struct fuse_args *args)
+{
+	char *fsname = NULL, *opts = NULL;
+	size_t n;
+	int ret = -ENOMEM;
+
+	/* escaped: an address may hold commas */
+	if (fuse_opt_add_opt_escaped(&fsname, bcfs_g.o.agent))
+		goto out;
+	n = strlen(fsname) + 64;
+	opts = malloc(n);
+	if (!opts)
+		goto out;
+	snprintf(opts, n, "default_permissions,subtype=%s,fsname=%s",
+		 BCFS_PROG, fsname);
+	if (fuse_opt_insert_arg(args, 1, "-o") ||
+	    fuse_opt_insert_arg(args, 2, opts))
+		goto out;
+	if (bcfs_g.o.debug && fuse_opt_add_arg(args, "-d"))
+		goto out;
+	ret = 0;
+out:
+	if (ret)
+		bcfs_err("out of memory");
+	free(opts);
+	free(fsname);
+	return ret;
+}
+
+/* Unless -f: fork now; the parent returns only with the child's status. */
+static int bcfs_daemonize(int *status_fd)
+{
+	int pfd[2], status;
+	pid_t pid;
+	ssize_t n;
+
+	if (pipe2(pfd, O_CLOEXEC)) {
+		bcfs_err("pipe: %s", strerror(errno));
+		return -1;
+	}
+	pid = fork();
+	if (pid < 0) {
+		bcfs_err("fork: %s", strerror(errno));
+		return -1;
+	}
+	if (pid > 0) {
+		close(pfd[1]);
+		do {
+			n = read(pfd[0], &status, sizeof(status));
+		} while (n < 0 && errno == EINTR);
+		if (n != sizeof(status))
+			status = 1;
+		/* a failed start leaves no process behind when we return */
+		if (status)
+			while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+				;
+		_exit(status);
+	}
+	close(pfd[0]);
+	setsid();
+	*status_fd = pfd[1];
+	return 0;
+}
+
+static void bcfs_report(int *status_fd, int status)
+{
+	ssize_t n;
+
+	if (*status_fd < 0)
+		return;
+	n = write(*status_fd, &status, sizeof(status));
+	(void)n;
+	close(*status_fd);
+	*status_fd = -1;
+}
+
+/* After a successful start in the background: let go of the terminal. */
+static void bcfs_detach(void)
+{
+	struct stat st;
+	int fd;
+
+	if (chdir("/"))
+		bcfs_dbg("chdir /: %s", strerror(errno));
+	fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	dup2(fd, STDIN_FILENO);
+	dup2(fd, STDOUT_FILENO);
+	/*
+	 * A log file the caller chose stays; a terminal or a pipe (which a
+	 * caller may read to its end) goes, and the log goes to syslog.
+	 */
+	if (fstat(STDERR_FILENO, &st) || !S_ISREG(st.st_mode)) {
+		dup2(fd, STDERR_FILENO);
+		bcfs_log_to_syslog();
+	}
+	if (fd > STDERR_FILENO)
+		close(fd);
+}
+
+int main(int argc, char *argv[])
+{
+	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
+	struct bcfs_opts *o = &bcfs_g.o;
+	struct fuse_loop_config *lcfg;
+	struct bcp_client_opts co = { 0 };
+	char mnt[PATH_MAX];
+	const char *addr;
+	int status_fd = -1, ret = 1;
+	char err[512];
+	struct stat st;
+
+	o->attr_timeout = 1.0;
+	o->entry_timeout = 1.0;
+	if (fuse_opt_parse(&args, o, bcfs_opt_spec, bcfs_opt_proc)) {
+		bcfs_usage(stderr, BCFS_PROG);
+		goto out_args;
+	}
+	if (o->show_help) {
+		bcfs_usage(stdout, BCFS_PROG);
+		ret = 0;
+		goto out_args;
+	}
+	if (o->show_version) {
+		printf(BCFS_PROG " " PACKAGE_VERSION " (libfuse %s, BCP %d)\n",
+		       fuse_pkgversion(), BCP_VERSION_MAX);
+		ret = 0;
+		goto out_args;
+	}
+	if (o->debug)
+		bcfs_log_level = BCFS_DEBUG;
+	if (!o->agent || !o->mountpoint) {
+		bcfs_usage(stderr, BCFS_PROG);
+		goto out_args;
+	}
+	if (bcfs_agent_check(o->agent))
+		goto out_args;
+	bcp_client_opts_init(&co);
+	bcp_client_set_log(bcfs_client_log, o->debug ? LOG_DEBUG : LOG_INFO);
+	if (bcfs_opts_check(o, &co))
+		goto out_args;
+	if (!realpath(o->mountpoint, mnt) || stat(mnt, &st)) {
+		bcfs_err("mountpoint %s: %s", o->mountpoint, strerror(errno));
+		goto out_args;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		bcfs_err("mountpoint %s: not a directory", o->mountpoint);
+		goto out_args;
+	}
+	if (bcfs_fuse_args(&args))
+		goto out_args;
+	if (!o->foreground && bcfs_daemonize(&status_fd))
+		goto out_args;
+
+	if (bcfs_itable_init(&bcfs_g.itable) || bcfs_rw_init()) {
+		bcfs_err("out of memory");
+		goto out_report;
+	}
+	addr = o->agent;
+	if (!strncmp(addr, "local:", 6)) {
+		if (bcfs_embed_start(addr + 6, &bcfs_g.embed))
+			goto out_fini;
+		bcfs_g.embedded = 1;
+		addr = bcfs_g.embed.addr;
+		if (co.transport == BCP_XFER_AUTO)
+			co.transport = BCP_XFER_SHM;
+	}
+	co.addr = addr;
+	ret = bcp_client_connect(&co, &bcfs_g.client, err, sizeof(err));
+	if (ret) {
+		bcfs_err("%s", err);
+		ret = 1;
+		goto out_embed;
+	}
+	ret = 1;
+	if (bcfs_g.embedded)
+		bcfs_embed_dir_remove(&bcfs_g.embed);
+	bcfs_g.root = bcp_client_root(bcfs_g.client);
+	bcfs_g.features = bcp_client_hello(bcfs_g.client)->features;
+	if (bcp_client_io_max(bcfs_g.client) < bcfs_g.chunk)
+		bcfs_g.chunk = bcp_client_io_max(bcfs_g.client);
+	bcfs_dbg("connected to %s: transport %s, root handle %llu",
+		 o->agent, bcp_transport_name(bcp_client_transport(
+			 bcfs_g.client)), (unsigned long long)bcfs_g.root);
+
+	bcfs_g.se = fuse_session_new(&args, &bcfs_ops, sizeof(bcfs_ops),
+				     NULL);
+	if (!bcfs_g.se)
+		goto out_client;
+	if (fuse_set_signal_handlers(bcfs_g.se))
+		goto out_session;
+	if (fuse_session_mount(bcfs_g.se, mnt))
+		goto out_signals;
+	bcfs_readahead_prepare(mnt);
+	if (!o->foreground) {
+		bcfs_report(&status_fd, 0);
+		bcfs_detach();
+	}
+	bcfs_info("%s mounted on %s", o->agent, mnt);
+
+	if (o->single) {
+		ret = fuse_session_loop(bcfs_g.se);
+	} else {
+		lcfg = fuse_loop_cfg_create();
+		if (!lcfg) {
+			bcfs_err("out of memory");
+			ret = -ENOMEM;
+			goto out_unmount;
+		}
+		fuse_loop_cfg_set_max_threads(lcfg, 64);
+		fuse_loop_cfg_set_idle_threads(lcfg, 16);
+		ret = fuse_session_loop_mt(bcfs_g.se, lcfg);
+		fuse_loop_cfg_destroy(lcfg);
+	}
+	ret = ret < 0 ? 1 : 0;
+	bcfs_dbg("unmounting");
+
+out_unmount:
+	fuse_session_unmount(bcfs_g.se);
+out_signals:
+	fuse_remove_signal_handlers(bcfs_g.se);
+out_session:
+	/* outstanding I/O fails and replies before the session goes */
+	bcfs_dbg("closing the agent session");
+	bcp_client_destroy(bcfs_g.client);
+	bcfs_g.client = NULL;
+	bcfs_dbg("agent session closed");
+	fuse_session_destroy(bcfs_g.se);
+out_client:
+	bcp_client_destroy(bcfs_g.client);
+out_embed:
+	if (bcfs_g.embedded)
+		bcfs_embed_stop(&bcfs_g.embed);
+out_fini:
+	bcfs_rw_fini();
+	bcfs_itable_fini(&bcfs_g.itable);
+out_report:
+	bcfs_report(&status_fd, ret ? ret : 1);
+out_args:
+	fuse_opt_free_args(&args);
+	free((void *)co.secret);
+	free(o->agent);
+	free(o->mountpoint);
+	free(o->transport);
+	free(o->secret_file);
+	free(o->pool_size);
+	return ret;
+}

@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * ops_attr.c - attributes (getattr, setattr, readlink, statfs) and the
+ * helpers every operation family shares: the synchronous agent call with
+ * its per-thread reply buffer, and the conversion of agent entries and
+ * attributes into what the kernel expects.
+ *
+ * The reply buffer is allocated once per FUSE thread (BCP_FRAME_MAX bytes,
+ * enough for any reply) and freed when the thread exits, so that no
+ * metadata request allocates.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+#include "bcfs_i.h"
+
+static pthread_key_t bcfs_rbuf_key;
+static pthread_once_t bcfs_rbuf_once = PTHREAD_ONCE_INIT;
+
+static void bcfs_rbuf_key_init(void)
+{
+	if (pthread_key_create(&bcfs_rbuf_key, free))
+		abort();
+}
+
+static void *bcfs_rbuf(void)
+{
+	void *b;
+
+	pthread_once(&bcfs_rbuf_once, bcfs_rbuf_key_init);
+	b = pthread_getspecific(bcfs_rbuf_key);
+	if (b)
+		return b;
+	b = malloc(BCP_FRAME_MAX);
+	if (b && pthread_setspecific(bcfs_rbuf_key, b)) {
+		free(b);
+		b = NULL;
+	}
+	return b;
+}
+
+int bcfs_call(struct bcp_msg *req, struct bcp_msg *rep)
+{
+	void *rbuf = bcfs_rbuf();
+
+	if (!rbuf)
+		return -ENOMEM;
+	return bcp_client_call(bcfs_g.client, req, rep, rbuf, BCP_FRAME_MAX);
+}
+
+void bcfs_attr_to_stat(const struct bcp_attr *a, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->st_ino = a->ino;
+	st->st_size = a->size;
+	st->st_blocks = a->blocks;
+	st->st_atim.tv_sec = a->atime;
+	st->st_atim.tv_nsec = a->atime_nsec;
+	st->st_mtim.tv_sec = a->mtime;
+	st->st_mtim.tv_nsec = a->mtime_nsec;
+	st->st_ctim.tv_sec = a->ctime;
+	st->st_ctim.tv_nsec = a->ctime_nsec;
+	st->st_mode = a->mode;
+	st->st_nlink = a->nlink;
+	st->st_uid = a->uid;
+	st->st_gid = a->gid;
+	st->st_blksize = a->blksize;
+	st->st_rdev = a->rdev;
+}
+
+void bcfs_fill_entry(const struct bcp_entry *entry,
+		     struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->ino = bcfs_nodeid(entry->handle);
+	e->generation = entry->generation;
+	bcfs_attr_to_stat(&entry->attr, &e->attr);
+	e->attr_timeout = bcfs_g.o.attr_timeout;
+	e->entry_timeout = bcfs_g.o.entry_timeout;
+}
+
+void bcfs_reply_entry(fuse_req_t req, uint64_t parent, const char *name,
+		      const struct bcp_entry *entry)
+{
+	struct fuse_entry_param e;
+
+	bcfs_fill_entry(entry, &e);
+	if (bcfs_inode_ref(entry->handle, parent, name,
+			   name ? strlen(name) : 0)) {
+		/* no record, no kernel reference: give the agent's back */
+		bcp_client_forget(bcfs_g.client, entry->handle, 1);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if (fuse_reply_entry(req, &e))
+		bcfs_inode_forget(entry->handle, 1);
+}
+
+void bcfs_op_getattr(fuse_req_t req, fuse_ino_t ino,
+		     struct fuse_file_info *fi)
+{
+	struct bcp_msg m, r;
+	struct stat st;
+	int ret;
+
+	bcfs_readahead_raise();
+	bcfs_msg(&m, BCP_OP_GETATTR);
+	m.u.node_req.handle = bcfs_handle(ino);
+	m.u.node_req.fh = fi ? fi->fh : 0;
+	ret = bcfs_call(&m, &r);
+	if (ret) {
+		bcfs_reply_status(req, ret);
+		return;
+	}
+	bcfs_attr_to_stat(&r.u.attr_rep.attr, &st);
+	fuse_reply_attr(req, &st, bcfs_g.o.attr_timeout);
+}
+
+void bcfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+		     int to_set, struct fuse_file_info *fi)
+{
+	struct bcp_setattr_req *s;
+	struct bcp_msg m, r;
+	struct stat st;
+	int ret;
+
+	bcfs_msg(&m, BCP_OP_SETATTR);
+	s = &m.u.setattr_req;
+	s->handle = bcfs_handle(ino);
+	s->fh = fi ? fi->fh : 0;
+	if (to_set & FUSE_SET_ATTR_MODE) {
+		s->valid |= BCP_SETATTR_MODE;
+		s->mode = attr->st_mode;
+	}
+	if (to_set & FUSE_SET_ATTR_UID) {
+		s->valid |= BCP_SETATTR_UID;
+		s->uid = attr->st_uid;
+	}
+	if (to_set & FUSE_SET_ATTR_GID) {
+		s->valid |= BCP_SETATTR_GID;
+		s->gid = attr->st_gid;
+	}
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		s->valid |= BCP_SETATTR_SIZE;
+		s->size = attr->st_size;
+	}
+	if (to_set & FUSE_SET_ATTR_ATIME_NOW) {
+		s->valid |= BCP_SETATTR_ATIME | BCP_SETATTR_ATIME_NOW;
+	} else if (to_set & FUSE_SET_ATTR_ATIME) {
+		s->valid |= BCP_SETATTR_ATIME;
+		s->atime = attr->st_atim.tv_sec;
+		s->atime_nsec = attr->st_atim.tv_nsec;
+	}
+	if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
+		s->valid |= BCP_SETATTR_MTIME | BCP_SETATTR_MTIME_NOW;
+	} else if (to_set & FUSE_SET_ATTR_MTIME) {
+		s->valid |= BCP_SETATTR_MTIME;
+		s->mtime = attr->st_mtim.tv_sec;
+		s->mtime_nsec = attr->st_mtim.tv_nsec;
+	}
+	ret = bcfs_call(&m, &r);
+	if (ret) {
+		bcfs_reply_status(req, ret);
+		return;
+	}
+	bcfs_attr_to_stat(&r.u.attr_rep.attr, &st);
+	fuse_reply_attr(req, &st, bcfs_g.o.attr_timeout);
+}
+
+void bcfs_op_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	char target[BCP_SYMLINK_MAX + 1];
+	struct bcp_msg m, r;
+	size_t len;
+	int ret;
+
+	bcfs_msg(&m, BCP_OP_READLINK);
+	m.u.handle_req.handle = bcfs_handle(ino);
+	ret = bcfs_call(&m, &r);
+	if (ret) {
+		bcfs_reply_status(req, ret);
+		return;
+	}
+	len = r.data_len;
+	if (len > BCP_SYMLINK_MAX || !r.data) {
+		fuse_reply_err(req, EIO);
+		return;
+	}
+	memcpy(target, r.data, len);
+	target[len] = '\0';
+	fuse_reply_readlink(req, target);
+}
+
+void bcfs_op_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	const struct bcp_statfs_rep *s;
+	struct bcp_msg m, r;
+	struct statvfs sv;
+	int ret;
+
+	bcfs_msg(&m, BCP_OP_STATFS);
+	m.u.handle_req.handle = bcfs_handle(ino);
+	ret = bcfs_call(&m, &r);
+	if (ret) {
+		bcfs_reply_status(req, ret);
+		return;
+	}
+	s = &r.u.statfs_rep;
+	memset(&sv, 0, sizeof(sv));
+	sv.f_bsize = s->bsize;
+	sv.f_frsize = s->frsize;
+	sv.f_blocks = s->blocks;
+	sv.f_bfree = s->bfree;
+	sv.f_bavail = s->bavail;
+	sv.f_files = s->files;
+	sv.f_ffree = s->ffree;
+	sv.f_favail = s->ffree;
+	sv.f_namemax = s->namemax;
+	fuse_reply_statfs(req, &sv);
+}

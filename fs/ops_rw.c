@@ -1,0 +1,538 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * ops_rw.c - open files and their data: open, create, read, write(_buf),
+ * flush, release, fsync, fallocate, lseek and copy_file_range.
+ *
+ * The data path never waits per request: a read or write takes pool
+ * memory (bcp_client_io_get), becomes one or more struct bcp_io handed to
+ * the client library, and returns.  The library's receiver thread calls
+ * bcfs_rw_done() for each piece; the last one replies to the kernel and
+ * gives the memory back.  Requests fit one piece unless the pool hands out
+ * less than max_write at once; then they are split (bcfs_g.chunk).  The
+ * contexts are preallocated: a FUSE thread blocks only when BCFS_RW_CTX
+ * requests are already in flight, or while the pool is exhausted.
+ *
+ * Page cache: close-to-open.  An open keeps the cached pages only when the
+ * file's mtime and size are those seen at the previous open (inode.c); a
+ * writer's release records the attributes its own writes produced.
+ *
+ * Locks: bcfs.rw_lock (context free list); bcfs_rw_split_lock is taken
+ * before it and only while a split request collects its pieces, so that
+ * two split requests never each hold part of the pool waiting for the rest.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "bcfs_i.h"
+
+#define BCFS_CHUNK_MIN	4096u
+
+static pthread_mutex_t bcfs_rw_split_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int bcfs_rw_init(void)
+{
+	struct bcfs_rw *all;
+	unsigned int i;
+	int ret;
+
+	all = calloc(BCFS_RW_CTX, sizeof(*all));
+	if (!all)
+		return -ENOMEM;
+	ret = -pthread_mutex_init(&bcfs_g.rw_lock, NULL);
+	if (ret)
+		goto out_free_all;
+	ret = -pthread_cond_init(&bcfs_g.rw_cond, NULL);
+	if (ret)
+		goto out_destroy_lock;
+	for (i = 0; i < BCFS_RW_CTX; i++) {
+		all[i].next = bcfs_g.rw_free;
+		bcfs_g.rw_free = &all[i];
+	}
+	bcfs_g.rw_all = all;
+	bcfs_g.chunk = BCFS_IO_MAX;
+	return 0;
+
+out_destroy_lock:
+	pthread_mutex_destroy(&bcfs_g.rw_lock);
+out_free_all:
+	free(all);
+	return ret;
+}
+
+void bcfs_rw_fini(void)
+{
+	if (!bcfs_g.rw_all)
+		return;
+	pthread_cond_destroy(&bcfs_g.rw_cond);
+	pthread_mutex_destroy(&bcfs_g.rw_lock);
+	free(bcfs_g.rw_all);
+	bcfs_g.rw_all = NULL;
+	bcfs_g.rw_free = NULL;
+}
+
+static struct bcfs_rw *bcfs_rw_get(void)
+{
+	struct bcfs_rw *rw;
+
+	pthread_mutex_lock(&bcfs_g.rw_lock);
+	while (!bcfs_g.rw_free)
+		pthread_cond_wait(&bcfs_g.rw_cond, &bcfs_g.rw_lock);
+	rw = bcfs_g.rw_free;
+	bcfs_g.rw_free = rw->next;
+	pthread_mutex_unlock(&bcfs_g.rw_lock);
+	return rw;
+}
+
+static void bcfs_rw_put(struct bcfs_rw *rw)
+{
+	unsigned int i;
+
+	for (i = 0; i < rw->nchunks; i++)
+		bcp_client_io_put(bcfs_g.client, rw->io[i]);
+	rw->nchunks = 0;
+	pthread_mutex_lock(&bcfs_g.rw_lock);
+	rw->next = bcfs_g.rw_free;
+	bcfs_g.rw_free = rw;
+	pthread_cond_signal(&bcfs_g.rw_cond);
+	pthread_mutex_unlock(&bcfs_g.rw_lock);
+}
+
+/*
+ * Pool memory for len bytes.  When the pool cannot give that much at once,
+ * halve bcfs_g.chunk (down to BCFS_CHUNK_MIN) and return NULL: the caller
+ * starts over with smaller pieces.
+ */
+static struct bcp_io *bcfs_io_get(size_t len)
+{
+	struct bcp_io *io;
+	uint32_t chunk;
+
+	io = bcp_client_io_get(bcfs_g.client, len);
+	if (io || len <= BCFS_CHUNK_MIN)
+		return io;
+	chunk = __atomic_load_n(&bcfs_g.chunk, __ATOMIC_RELAXED);
+	if (len / 2 < chunk) {
+		__atomic_store_n(&bcfs_g.chunk, (uint32_t)(len / 2),
+				 __ATOMIC_RELAXED);
+		bcfs_info("the pool gives less than %zu bytes at once: "
+			  "larger requests are split", len);
+	}
+	return NULL;
+}
+
+/*
+ * Split size bytes at off into pieces and take pool memory for them.
+ * Returns 0, or -errno with nothing held.
+ */
+static int bcfs_rw_prepare(struct bcfs_rw *rw, uint16_t op, uint64_t fh,
+			   size_t size, off_t off)
+{
+	struct bcp_io *io;
+	size_t done = 0, len;
+	uint32_t chunk;
+	int split = 0, ret;
+
+retry:
+	chunk = __atomic_load_n(&bcfs_g.chunk, __ATOMIC_RELAXED);
+	if (size > chunk && !split) {
+		pthread_mutex_lock(&bcfs_rw_split_lock);
+		split = 1;
+	}
+	while (done < size) {
+		len = size - done;
+		if (len > chunk)
+			len = chunk;
+		if (rw->nchunks == BCFS_RW_CHUNKS) {
+			ret = -EIO;	/* more than max_write: never */
+			goto out_put;
+		}
+		io = bcfs_io_get(len);
+		if (!io) {
+			ret = -ENOTCONN;	/* shutting down */
+			if (__atomic_load_n(&bcfs_g.chunk, __ATOMIC_RELAXED) >=
+			    chunk)
+				goto out_put;
+			/* the chunk shrank: start over with smaller pieces */
+			while (rw->nchunks)
+				bcp_client_io_put(bcfs_g.client,
+						  rw->io[--rw->nchunks]);
+			done = 0;
+			goto retry;
+		}
+		io->op = op;
+		io->fh = fh;
+		io->offset = off + done;
+		io->length = len;
+		io->priv = rw;
+		rw->result[rw->nchunks] = 0;
+		rw->io[rw->nchunks++] = io;
+		done += len;
+	}
+	if (split)
+		pthread_mutex_unlock(&bcfs_rw_split_lock);
+	return 0;
+
+out_put:
+	while (rw->nchunks)
+		bcp_client_io_put(bcfs_g.client, rw->io[--rw->nchunks]);
+	if (split)
+		pthread_mutex_unlock(&bcfs_rw_split_lock);
+	return ret;
+}
+
+/* Bytes moved by the whole request: pieces up to the first short one. */
+static ssize_t bcfs_rw_total(const struct bcfs_rw *rw, unsigned int *npieces)
+{
+	ssize_t total = 0;
+	unsigned int i;
+
+	for (i = 0; i < rw->nchunks; i++) {
+		if (rw->result[i] < 0) {
+			if (!i)
+				return rw->result[i];
+			break;
+		}
+		total += rw->result[i];
+		if ((uint32_t)rw->result[i] < rw->io[i]->length) {
+			i++;
+			break;
+		}
+	}
+	*npieces = i;
+	return total;
+}
+
+/* Runs on the client library's receiver thread: must not block. */
+static void bcfs_rw_done(struct bcp_io *io, int32_t result)
+{
+	struct iovec iov[BCFS_RW_CHUNKS];
+	struct bcfs_rw *rw = io->priv;
+	unsigned int i, n = 0;
+	ssize_t total;
+
+	for (i = 0; i < rw->nchunks; i++)
+		if (rw->io[i] == io)
+			rw->result[i] = result > (int32_t)io->length ?
+					-EIO : result;
+	if (__atomic_sub_fetch(&rw->pending, 1, __ATOMIC_ACQ_REL))
+		return;
+	total = bcfs_rw_total(rw, &n);
+	if (total < 0) {
+		fuse_reply_err(rw->req, (int)-total);
+	} else if (rw->write) {
+		fuse_reply_write(rw->req, total);
+	} else {
+		for (i = 0; i < n; i++) {
+			iov[i].iov_base = rw->io[i]->buf;
+			iov[i].iov_len = rw->result[i];
+		}
+		fuse_reply_iov(rw->req, iov, n);
+	}
+	bcfs_rw_put(rw);
+}
+
+static void bcfs_rw_submit(struct bcfs_rw *rw)
+{
+	unsigned int i, n = rw->nchunks;
+	struct bcp_io *io[BCFS_RW_CHUNKS];
+
+	/* done() may run before submit returns and free rw */
+	memcpy(io, rw->io, n * sizeof(io[0]));
+	__atomic_store_n(&rw->pending, n, __ATOMIC_RELEASE);
+	for (i = 0; i < n; i++) {
+		io[i]->done = bcfs_rw_done;
+		bcp_client_submit(bcfs_g.client, io[i]);
+	}
+}
+
+void bcfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		  struct fuse_file_info *fi)
+{
+	struct bcfs_rw *rw;
+	int ret;
+
+	if (!size) {
+		fuse_reply_buf(req, NULL, 0);
+		return;
+	}
+	rw = bcfs_rw_get();
+	rw->req = req;
+	rw->write = 0;
+	ret = bcfs_rw_prepare(rw, BCP_OP_BATCH_PULL, fi->fh, size, off);
+	if (ret) {
+		bcfs_rw_put(rw);
+		bcfs_reply_status(req, ret);
+		return;
+	}
+	bcfs_rw_submit(rw);
+}
+
+void bcfs_op_write_buf(fuse_req_t req, fuse_ino_t ino,
+		       struct fuse_bufvec *bufv, off_t off,
+		       struct fuse_file_info *fi)
+{
+	size_t size = fuse_buf_size(bufv);
+	struct bcfs_rw *rw;
+	unsigned int i;
+	ssize_t got;
+	int ret;
+
+	if (!size) {
+		fuse_reply_write(req, 0);
+		return;
+	}
+	rw = bcfs_rw_get();
+	rw->req = req;
+	rw->write = 1;
+	ret = bcfs_rw_prepare(rw, BCP_OP_BATCH_PUSH, fi->fh, size, off);
+	if (ret)
+		goto out_put;
+	for (i = 0; i < rw->nchunks; i++) {
+		struct fuse_bufvec dst = FUSE_BUFVEC_INIT(rw->io[i]->length);
+
+		dst.buf[0].mem = rw->io[i]->buf;
+		got = fuse_buf_copy(&dst, bufv, 0);
+		if (got != (ssize_t)rw->io[i]->length) {
+			ret = got < 0 ? (int)got : -EIO;
+			goto out_put;
+		}
+	}
+	bcfs_rw_submit(rw);
+	return;
+
+out_put:
+	bcfs_rw_put(rw);
+	bcfs_reply_status(req, ret);
+}
+
+void bcfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
+		   size_t size, off_t off, struct fuse_file_info *fi)
+{
+	struct fuse_bufvec src = FUSE_BUFVEC_INIT(size);
+
+	src.buf[0].mem = (void *)buf;
+	bcfs_op_write_buf(req, ino, &src, off, fi);
+}
+
+/* O_* flags the agent opens its file with. */
+static uint32_t bcfs_open_flags(int flags)
+{
+	flags &= O_ACCMODE | O_APPEND | O_SYNC | O_DSYNC | O_TRUNC;
+	if (bcfs_g.o.writeback) {
+		/* the kernel reads to fill partial pages, and appends itself */
+		if ((flags & O_ACCMODE) == O_WRONLY)
+			flags = (flags & ~O_ACCMODE) | O_RDWR;
+		flags &= ~O_APPEND;
+	}
+	return flags;
+}
+
+static void bcfs_release_fh(uint64_t handle, uint64_t fh)
+{
+	struct bcp_msg m, r;
+
+	bcfs_msg(&m, BCP_OP_RELEASE);
+	m.u.node_req.handle = handle;
+	m.u.node_req.fh = fh;
+	bcfs_call(&m, &r);
+}
+
+void bcfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	uint64_t handle = bcfs_handle(ino);
+	struct bcp_msg m, r;
+	uint64_t fh;
+	int ret;
+
+	bcfs_msg(&m, BCP_OP_OPEN);
+	m.u.open_req.handle = handle;
+	m.u.open_req.flags = bcfs_open_flags(fi->flags);
+	ret = bcfs_call(&m, &r);
+	if (ret) {
+		bcfs_reply_status(req, ret);
+		return;
+	}
+	fh = r.u.open_rep.fh;
+	fi->fh = fh;
+	if (fi->flags & O_DIRECT) {
+		fi->direct_io = 1;
+	} else {
+		/* close-to-open: keep the pages only if nothing changed */
+		bcfs_msg(&m, BCP_OP_GETATTR);
+		m.u.node_req.handle = handle;
+		m.u.node_req.fh = fh;
+		if (!bcfs_call(&m, &r) &&
+		    bcfs_inode_open_check(handle, &r.u.attr_rep.attr))
+			fi->keep_cache = 1;
+	}
+	if (fuse_reply_open(req, fi))
+		bcfs_release_fh(handle, fh);
+}
+
+void bcfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+		    mode_t mode, struct fuse_file_info *fi)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct fuse_entry_param e;
+	struct bcp_create_req *q;
+	const struct bcp_create_rep *c;
+	struct bcp_msg m, r;
+	int len, ret;
+
+	len = bcfs_name_len(name);
+	if (len < 0) {
+		bcfs_reply_status(req, len);
+		return;
+	}
+	bcfs_msg(&m, BCP_OP_CREATE);
+	q = &m.u.create_req;
+	q->parent = bcfs_handle(parent);
+	q->mode = mode;
+	q->umask = ctx->umask;
+	q->flags = bcfs_open_flags(fi->flags) | (fi->flags & O_EXCL);
+	q->uid = ctx->uid;
+	q->gid = ctx->gid;
+	q->name_len = len;
+	m.name = name;
+	ret = bcfs_call(&m, &r);
+	if (ret) {
+		bcfs_reply_status(req, ret);
+		return;
+	}
+	c = &r.u.create_rep;
+	bcfs_fill_entry(&c->entry, &e);
+	fi->fh = c->fh;
+	if (fi->flags & O_DIRECT)
+		fi->direct_io = 1;
+	ret = bcfs_inode_ref(c->entry.handle, q->parent, name, len);
+	if (ret) {
+		bcp_client_forget(bcfs_g.client, c->entry.handle, 1);
+		goto out_release;
+	}
+	bcfs_inode_open_update(c->entry.handle, &c->entry.attr);
+	if (!fuse_reply_create(req, &e, fi))
+		return;
+	bcfs_inode_forget(c->entry.handle, 1);
+	bcfs_release_fh(c->entry.handle, c->fh);
+	return;
+
+out_release:
+	bcfs_release_fh(c->entry.handle, c->fh);
+	bcfs_reply_status(req, ret);
+}
+
+void bcfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	/* every write was with the agent before it was acknowledged */
+	fuse_reply_err(req, 0);
+}
+
+void bcfs_op_release(fuse_req_t req, fuse_ino_t ino,
+		     struct fuse_file_info *fi)
+{
+	uint64_t handle = bcfs_handle(ino);
+	struct bcp_msg m, r;
+
+	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+		/* our own writes are in the page cache: keep it next time */
+		bcfs_msg(&m, BCP_OP_GETATTR);
+		m.u.node_req.handle = handle;
+		m.u.node_req.fh = fi->fh;
+		if (!bcfs_call(&m, &r))
+			bcfs_inode_open_update(handle, &r.u.attr_rep.attr);
+	}
+	bcfs_release_fh(handle, fi->fh);
+	fuse_reply_err(req, 0);
+}
+
+void bcfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+		   struct fuse_file_info *fi)
+{
+	struct bcp_msg m, r;
+
+	bcfs_msg(&m, BCP_OP_FSYNC);
+	m.u.fsync_req.handle = bcfs_handle(ino);
+	m.u.fsync_req.fh = fi->fh;
+	m.u.fsync_req.datasync = datasync;
+	bcfs_reply_status(req, bcfs_call(&m, &r));
+}
+
+void bcfs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
+		       off_t offset, off_t length, struct fuse_file_info *fi)
+{
+	struct bcp_msg m, r;
+
+	if (offset < 0 || length <= 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	bcfs_msg(&m, BCP_OP_FALLOCATE);
+	m.u.fallocate_req.handle = bcfs_handle(ino);
+	m.u.fallocate_req.fh = fi->fh;
+	m.u.fallocate_req.offset = offset;
+	m.u.fallocate_req.length = length;
+	m.u.fallocate_req.mode = mode;
+	bcfs_reply_status(req, bcfs_call(&m, &r));
+}
+
+void bcfs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+		   struct fuse_file_info *fi)
+{
+	struct bcp_msg m, r;
+	int ret;
+
+	if (bcfs_g.o.writeback) {
+		/*
+		 * Dirty pages the agent has not seen yet would look like
+		 * holes; the kernel's generic answer (all data) is right.
+		 */
+		fuse_reply_err(req, ENOSYS);
+		return;
+	}
+	bcfs_msg(&m, BCP_OP_LSEEK);
+	m.u.lseek_req.fh = fi->fh;
+	m.u.lseek_req.offset = off;
+	m.u.lseek_req.whence = whence;
+	ret = bcfs_call(&m, &r);
+	if (ret) {
+		bcfs_reply_status(req, ret);
+		return;
+	}
+	fuse_reply_lseek(req, r.u.lseek_rep.offset);
+}
+
+void bcfs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in,
+			     off_t off_in, struct fuse_file_info *fi_in,
+			     fuse_ino_t ino_out, off_t off_out,
+			     struct fuse_file_info *fi_out, size_t len,
+			     int flags)
+{
+	struct bcp_copy_req *q;
+	struct bcp_msg m, r;
+	int ret;
+
+	if (!(bcfs_g.features & BCP_FEAT_COPY_RANGE)) {
+		/* the kernel falls back to reading and writing */
+		fuse_reply_err(req, EOPNOTSUPP);
+		return;
+	}
+	bcfs_msg(&m, BCP_OP_COPY_FILE_RANGE);
+	q = &m.u.copy_req;
+	q->fh_in = fi_in->fh;
+	q->off_in = off_in;
+	q->fh_out = fi_out->fh;
+	q->off_out = off_out;
+	q->length = len;
+	q->flags = flags;
+	ret = bcfs_call(&m, &r);
+	if (ret) {
+		bcfs_reply_status(req, ret);
+		return;
+	}
+	fuse_reply_write(req, r.u.copy_rep.copied);
+}

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * ops_xattr.c - extended attributes: setxattr, getxattr, listxattr and
+ * removexattr, passed to the agent as they are (its backing files hold
+ * the real xattrs).  A size of 0 asks for the size only, as in the
+ * system calls.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "bcfs_i.h"
+
+static int bcfs_xattr_name_len(const char *name)
+{
+	size_t len = strlen(name);
+
+	if (!len)
+		return -EINVAL;
+	return len > BCP_XATTR_NAME_MAX ? -ERANGE : (int)len;
+}
+
+void bcfs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+		      const char *value, size_t size, int flags)
+{
+	struct bcp_msg m, r;
+	int len;
+
+	len = bcfs_xattr_name_len(name);
+	if (len < 0) {
+		bcfs_reply_status(req, len);
+		return;
+	}
+	if (size > BCP_XATTR_VALUE_MAX) {
+		fuse_reply_err(req, E2BIG);
+		return;
+	}
+	bcfs_msg(&m, BCP_OP_SETXATTR);
+	m.u.setxattr_req.handle = bcfs_handle(ino);
+	m.u.setxattr_req.flags = flags;
+	m.u.setxattr_req.value_len = size;
+	m.u.setxattr_req.name_len = len;
+	m.name = name;
+	m.data = value;
+	m.data_len = size;
+	bcfs_reply_status(req, bcfs_call(&m, &r));
+}
+
+static void bcfs_xattr_reply(fuse_req_t req, size_t size, int ret,
+			     const struct bcp_msg *r)
+{
+	if (ret) {
+		bcfs_reply_status(req, ret);
+		return;
+	}
+	if (!size) {
+		fuse_reply_xattr(req, r->u.xattr_rep.size);
+		return;
+	}
+	if (r->data_len > size) {
+		fuse_reply_err(req, ERANGE);
+		return;
+	}
+	fuse_reply_buf(req, r->data, r->data_len);
+}
+
+void bcfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+		      size_t size)
+{
+	struct bcp_msg m, r;
+	int len;
+
+	len = bcfs_xattr_name_len(name);
+	if (len < 0) {
+		bcfs_reply_status(req, len);
+		return;
+	}
+	if (size > BCP_XATTR_VALUE_MAX)
+		size = BCP_XATTR_VALUE_MAX;
+	bcfs_msg(&m, BCP_OP_GETXATTR);
+	m.u.getxattr_req.handle = bcfs_handle(ino);
+	m.u.getxattr_req.size = size;
+	m.u.getxattr_req.name_len = len;
+	m.name = name;
+	bcfs_xattr_reply(req, size, bcfs_call(&m, &r), &r);
+}
+
+void bcfs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct bcp_msg m, r;
+
+	if (size > BCP_XATTR_LIST_MAX)
+		size = BCP_XATTR_LIST_MAX;
+	bcfs_msg(&m, BCP_OP_LISTXATTR);
+	m.u.listxattr_req.handle = bcfs_handle(ino);
+	m.u.listxattr_req.size = size;
+	bcfs_xattr_reply(req, size, bcfs_call(&m, &r), &r);
+}
+
+void bcfs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	struct bcp_msg m, r;
+	int len;
+
+	len = bcfs_xattr_name_len(name);
+	if (len < 0) {
+		bcfs_reply_status(req, len);
+		return;
+	}
+	bcfs_msg(&m, BCP_OP_REMOVEXATTR);
+	m.u.removexattr_req.handle = bcfs_handle(ino);
+	m.u.removexattr_req.name_len = len;
+	m.name = name;
+	bcfs_reply_status(req, bcfs_call(&m, &r));
+}

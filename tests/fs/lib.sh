@@ -1,0 +1,378 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# lib.sh - shared set-up for the FUSE tests, sourced by every tests/fs script.
+#
+# A test calls bcf_init (skips with 77 without /dev/fuse or fusermount3,
+# makes a private temp dir and installs the cleanup trap), then bcf_mount.
+# $BCF_TRANSPORT picks how the mount reaches its agent:
+#   shm  bluecachefs local:DIR (a private agent over a unix socket, shm data)
+#   tcp  a separately started bluecache-agent on a free loopback port with a
+#        secret file, mounted as tcp://127.0.0.1:PORT -o transport=tcp
+#   rdma as tcp, but on the RDMA device's address $RDMA_IP with the agent's
+#        --rdma-listen: bulk data moves by RDMA (tests/rdma/check-rdma.sh
+#        runs the suite so inside a VM with Soft-RoCE); skips without
+#        RDMA_IP.  The mount must end up on rdma (the agent logs it).
+# The daemon runs in the foreground (-f) in the background of the shell so
+# every line it logs lands in $BCF_TMP/fs.log; the agent logs to agent.log.
+# On exit the trap unmounts, stops what was started, and fails the test when
+# a log holds a line containing "error" or a sanitizer report, unless the
+# line matches $BCF_LOG_ALLOW (an extended regular expression).
+#
+# BCF_KEEP=1 keeps the temp dir of a failed test for inspection.
+# Every wait is bounded.  Outcomes: 0 pass, 1 fail, 77 skip, 99 hard error.
+
+BCF_TRANSPORT=${BCF_TRANSPORT:-shm}
+BCF_LOG_ALLOW=${BCF_LOG_ALLOW:-}
+BCF_NAME=$(basename "$0" .sh)
+BCF_FS_PID=
+BCF_AGENT_PID=
+BCF_MNT=
+BCF_TMP=
+
+bcf_log()
+{
+	echo "$BCF_NAME[$BCF_TRANSPORT]: $*"
+}
+
+bcf_fail()
+{
+	echo "FAIL: $BCF_NAME[$BCF_TRANSPORT]: $*" >&2
+	exit 1
+}
+
+bcf_hard()
+{
+	echo "HARD FAILURE: $BCF_NAME[$BCF_TRANSPORT]: $*" >&2
+	exit 99
+}
+
+bcf_skip()
+{
+	echo "SKIP: $BCF_NAME[$BCF_TRANSPORT]: $*"
+	exit 77
+}
+
+# bcf_wait_for SECONDS COMMAND...: poll COMMAND every 0.1 s until it succeeds
+bcf_wait_for()
+{
+	local n=$(($1 * 10))
+
+	shift
+	while [ "$n" -gt 0 ]; do
+		"$@" && return 0
+		sleep 0.1
+		n=$((n - 1))
+	done
+	return 1
+}
+
+bcf_is_mounted()
+{
+	# /proc/self/mountinfo field 5 is the mount point
+	awk -v m="$1" '$5 == m { f = 1 } END { exit !f }' /proc/self/mountinfo
+}
+
+bcf_init()
+{
+	[ -n "${top_builddir:-}" ] || bcf_hard "top_builddir is not set"
+	[ -n "${top_srcdir:-}" ] || bcf_hard "top_srcdir is not set"
+	BCF_FS=$top_builddir/fs/bluecachefs
+	BCF_AGENT=$top_builddir/agent/bluecache-agent
+	case $BCF_TRANSPORT in
+	shm|tcp) ;;
+	rdma)
+		[ -n "${RDMA_IP:-}" ] ||
+			bcf_skip "RDMA_IP is not set (no RDMA device here)"
+		;;
+	*) bcf_hard "unknown BCF_TRANSPORT '$BCF_TRANSPORT'" ;;
+	esac
+	[ -c /dev/fuse ] || bcf_skip "/dev/fuse is missing"
+	command -v fusermount3 >/dev/null 2>&1 || bcf_skip "fusermount3 is missing"
+	[ -x "$BCF_FS" ] || bcf_hard "$BCF_FS is not built"
+	[ -x "$BCF_AGENT" ] || bcf_hard "$BCF_AGENT is not built"
+	BCF_TMP=$(mktemp -d "${TMPDIR:-/tmp}/bcf-$BCF_NAME.XXXXXX") ||
+		bcf_hard "cannot make a temp dir"
+	# resolve symlinks so the mount point matches /proc/self/mountinfo
+	BCF_TMP=$(cd "$BCF_TMP" && pwd -P)
+	chmod 755 "$BCF_TMP"
+	BCF_MNT=$BCF_TMP/mnt
+	BCF_BACK=$BCF_TMP/back
+	mkdir "$BCF_MNT" "$BCF_BACK" || bcf_hard "cannot make $BCF_MNT"
+	: > "$BCF_TMP/fs.log"
+	: > "$BCF_TMP/agent.log"
+	trap bcf_cleanup EXIT
+	trap 'exit 130' INT TERM HUP
+	export BLUECACHE_AGENT=$BCF_AGENT
+}
+
+# bcf_free_port: print a loopback TCP port that was free a moment ago
+bcf_free_port()
+{
+	python3 -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])'
+}
+
+# bcf_secret FILE: write a random secret, mode 0600
+bcf_secret()
+{
+	(umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' \
+		> "$1") || bcf_hard "cannot write $1"
+	chmod 600 "$1"
+}
+
+# bcf_start_agent ROOT LISTEN [ARGS...]: start bluecache-agent in the
+# background, wait for its "ready" on --ready-fd; sets BCF_AGENT_PID.
+# Returns 1 (with the agent gone) if it did not become ready.
+bcf_start_agent()
+{
+	local root=$1 listen=$2 ready=$BCF_TMP/agent.ready
+
+	shift 2
+	: > "$ready"
+	"$BCF_AGENT" --root "$root" --listen "$listen" --foreground \
+		--ready-fd 3 "$@" 3>"$ready" 2>>"$BCF_TMP/agent.log" &
+	BCF_AGENT_PID=$!
+	if bcf_wait_for 20 grep -q '^ready$' "$ready"; then
+		return 0
+	fi
+	kill "$BCF_AGENT_PID" 2>/dev/null
+	wait "$BCF_AGENT_PID" 2>/dev/null
+	BCF_AGENT_PID=
+	return 1
+}
+
+bcf_stop_agent()
+{
+	local rc=0
+
+	[ -n "$BCF_AGENT_PID" ] || return 0
+	kill "$BCF_AGENT_PID" 2>/dev/null
+	if ! bcf_wait_for 20 bcf_pid_gone "$BCF_AGENT_PID"; then
+		echo "agent $BCF_AGENT_PID did not stop on SIGTERM" >&2
+		kill -KILL "$BCF_AGENT_PID" 2>/dev/null
+		rc=1
+	fi
+	wait "$BCF_AGENT_PID" 2>/dev/null
+	BCF_AGENT_PID=
+	return $rc
+}
+
+bcf_pid_gone()
+{
+	! kill -0 "$1" 2>/dev/null
+}
+
+# bcf_agent_tcp: start the tcp agent for $BCF_BACK; sets BCF_PORT, BCF_SECRET
+bcf_agent_tcp()
+{
+	local try
+
+	BCF_SECRET=$BCF_TMP/secret
+	[ -f "$BCF_SECRET" ] || bcf_secret "$BCF_SECRET"
+	for try in 1 2 3; do
+		BCF_PORT=$(bcf_free_port) || bcf_hard "python3 found no free port"
+		bcf_start_agent "$BCF_BACK" "tcp://127.0.0.1:$BCF_PORT" \
+			--secret-file "$BCF_SECRET" && return 0
+	done
+	cat "$BCF_TMP/agent.log" >&2
+	bcf_fail "bluecache-agent did not become ready"
+}
+
+# bcf_agent_rdma: as bcf_agent_tcp, on $RDMA_IP with --rdma-listen
+bcf_agent_rdma()
+{
+	local try
+
+	BCF_SECRET=$BCF_TMP/secret
+	[ -f "$BCF_SECRET" ] || bcf_secret "$BCF_SECRET"
+	for try in 1 2 3; do
+		BCF_PORT=$(bcf_free_port) || bcf_hard "python3 found no free port"
+		bcf_start_agent "$BCF_BACK" "tcp://$RDMA_IP:$BCF_PORT" \
+			--rdma-listen "$RDMA_IP:0" --secret-file "$BCF_SECRET" \
+			${BCF_RDMA_AGENT_ARGS:-} && return 0
+	done
+	cat "$BCF_TMP/agent.log" >&2
+	bcf_fail "bluecache-agent did not become ready for rdma"
+}
+
+# The -o transport= value that gets rdma: rdma itself once the daemon
+# lists it, else auto (rdma when both sides have a device).
+bcf_rdma_transport()
+{
+	if "$BCF_FS" --help 2>&1 | grep -q 'transport=T.*rdma'; then
+		echo rdma
+	else
+		echo auto
+	fi
+}
+
+# bcf_mount [-o OPTS]: mount $BCF_BACK on $BCF_MNT over $BCF_TRANSPORT.
+# Extra mount options come as one -o argument.
+bcf_mount()
+{
+	local opts= agent
+
+	if [ "${1:-}" = -o ]; then
+		opts=$2
+	fi
+	case $BCF_TRANSPORT in
+	shm)
+		agent=local:$BCF_BACK
+		opts=transport=shm${opts:+,$opts}
+		;;
+	tcp)
+		[ -n "$BCF_AGENT_PID" ] || bcf_agent_tcp
+		agent=tcp://127.0.0.1:$BCF_PORT
+		opts=transport=tcp,secret_file=$BCF_SECRET${opts:+,$opts}
+		;;
+	rdma)
+		[ -n "$BCF_AGENT_PID" ] || bcf_agent_rdma
+		agent=tcp://$RDMA_IP:$BCF_PORT
+		opts=transport=$(bcf_rdma_transport),secret_file=$BCF_SECRET${opts:+,$opts}
+		;;
+	esac
+	local nrdma
+	nrdma=$(grep -c 'rdma session .* connected' "$BCF_TMP/agent.log")
+	"$BCF_FS" "$agent" "$BCF_MNT" -f -o "$opts" 2>>"$BCF_TMP/fs.log" &
+	BCF_FS_PID=$!
+	if ! bcf_wait_for 20 bcf_mount_up; then
+		cat "$BCF_TMP/fs.log" >&2
+		bcf_fail "bluecachefs $agent $BCF_MNT -o $opts did not mount"
+	fi
+	if [ "$BCF_TRANSPORT" = rdma ] &&
+	   ! bcf_wait_for 10 eval '[ "$(grep -c "rdma session .* connected" \
+		"$BCF_TMP/agent.log")" -gt "$nrdma" ]'; then
+		cat "$BCF_TMP/agent.log" >&2
+		bcf_fail "the mount did not connect over rdma"
+	fi
+}
+
+bcf_mount_up()
+{
+	bcf_pid_gone "$BCF_FS_PID" && return 1
+	bcf_is_mounted "$BCF_MNT"
+}
+
+# bcf_unmount_quiet: unmount and wait for the daemon; returns 1 with a
+# message if the daemon hangs or exits with a non-zero status (a crash, a
+# sanitizer abort)
+bcf_unmount_quiet()
+{
+	local st n=0
+
+	[ -n "$BCF_FS_PID" ] || return 0
+	cd / || true
+	while bcf_is_mounted "$BCF_MNT"; do
+		fusermount3 -u "$BCF_MNT" 2>/dev/null && break
+		n=$((n + 1))
+		if [ $n -ge 50 ]; then
+			fusermount3 -uz "$BCF_MNT"
+			echo "$BCF_MNT stayed busy; lazily unmounted" >&2
+			break
+		fi
+		sleep 0.2
+	done
+	if ! bcf_wait_for 30 bcf_pid_gone "$BCF_FS_PID"; then
+		kill -KILL "$BCF_FS_PID" 2>/dev/null
+		wait "$BCF_FS_PID" 2>/dev/null
+		BCF_FS_PID=
+		echo "bluecachefs did not exit after unmount" >&2
+		return 1
+	fi
+	wait "$BCF_FS_PID"
+	st=$?
+	BCF_FS_PID=
+	if [ $st -ne 0 ]; then
+		echo "bluecachefs exited with status $st after unmount" >&2
+		return 1
+	fi
+	return 0
+}
+
+bcf_umount()
+{
+	bcf_unmount_quiet || bcf_fail "unmount failed"
+}
+
+# bcf_remount: unmount and mount again (drops every kernel cache)
+bcf_remount()
+{
+	bcf_umount
+	bcf_mount "$@"
+}
+
+# bcf_check_logs: print and count unexpected log lines
+bcf_check_logs()
+{
+	local f bad=0 lines
+
+	for f in "$BCF_TMP/fs.log" "$BCF_TMP/agent.log"; do
+		[ -s "$f" ] || continue
+		lines=$(grep -E 'error|Sanitizer|runtime error|SUMMARY:' "$f")
+		if [ -n "$BCF_LOG_ALLOW" ] && [ -n "$lines" ]; then
+			lines=$(printf '%s\n' "$lines" | grep -Ev "$BCF_LOG_ALLOW")
+		fi
+		if [ -n "$lines" ]; then
+			echo "unexpected lines in $(basename "$f"):" >&2
+			printf '%s\n' "$lines" | head -20 >&2
+			bad=1
+		fi
+	done
+	return $bad
+}
+
+bcf_cleanup()
+{
+	local rc=$?
+
+	trap - EXIT
+	cd / || true
+	if [ -n "$BCF_FS_PID" ]; then
+		bcf_unmount_quiet || { [ $rc -eq 0 ] && rc=1; }
+	fi
+	if [ -n "$BCF_MNT" ] && bcf_is_mounted "$BCF_MNT"; then
+		fusermount3 -uz "$BCF_MNT" 2>/dev/null
+	fi
+	bcf_stop_agent || { [ $rc -eq 0 ] && rc=1; }
+	if [ -n "$BCF_TMP" ] && [ -d "$BCF_TMP" ]; then
+		if ! bcf_check_logs; then
+			[ $rc -eq 0 ] || [ $rc -eq 77 ] && rc=1
+		fi
+		if [ $rc -ne 0 ] && [ $rc -ne 77 ] && [ -n "${BCF_KEEP:-}" ]; then
+			echo "keeping $BCF_TMP" >&2
+		else
+			rm -rf "$BCF_TMP"
+		fi
+	fi
+	exit $rc
+}
+
+# bcf_gen SEED BYTES: a reproducible pseudo-random byte stream on stdout
+bcf_gen()
+{
+	openssl enc -aes-128-ctr -nosalt -pbkdf2 -iter 1 -pass "pass:$1" \
+		< /dev/zero 2>/dev/null | head -c "$2"
+}
+
+bcf_sha()
+{
+	sha256sum < "$1" | cut -d' ' -f1
+}
+
+# bcf_same_sha A B: fail unless files A and B have the same sha256
+bcf_same_sha()
+{
+	local a b
+
+	a=$(bcf_sha "$1") || bcf_fail "cannot read $1"
+	b=$(bcf_sha "$2") || bcf_fail "cannot read $2"
+	[ "$a" = "$b" ] || bcf_fail "sha256 differs: $1 ($a) vs $2 ($b)"
+}
+
+# bcf_eq WHAT EXPECTED GOT
+bcf_eq()
+{
+	[ "$2" = "$3" ] || bcf_fail "$1: expected '$2', got '$3'"
+}

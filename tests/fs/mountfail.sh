@@ -1,0 +1,142 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# mountfail.sh - start-up failures of bluecachefs (without -f, the way it
+# is normally started): an agent that is not listening, a wrong secret, a
+# malformed AGENT string and a missing local: directory.  Each must exit
+# non-zero within a few seconds with one line on stderr that names the
+# problem, and leave no mount and no process behind.  A good mount in the
+# same mode is the control: it returns only once the mount is usable.
+. "$(dirname "$0")/lib.sh"
+bcf_init
+
+# procs_of PATTERN: pids of processes whose command line contains PATTERN
+procs_of()
+{
+	local p
+
+	for p in /proc/[0-9]*; do
+		case $(cat "$p/comm" 2>/dev/null) in
+		bluecache*) ;;
+		*) continue ;;
+		esac
+		tr '\0' ' ' < "$p/cmdline" 2>/dev/null | grep -qF -- "$1" &&
+			echo "${p#/proc/}"
+	done
+}
+
+nfail=0
+# expect_fail NAME REGEX AGENT [OPTS]: the mount must fail like described
+expect_fail()
+{
+	local name=$1 re=$2 agent=$3 opts=${4:-} mnt=$BCF_TMP/m-$1 t0 rc el
+	local err=$BCF_TMP/$1.err
+
+	mkdir "$mnt"
+	t0=$(date +%s%N)
+	timeout 30 "$BCF_FS" "$agent" "$mnt" ${opts:+-o "$opts"} 2> "$err"
+	rc=$?
+	el=$((($(date +%s%N) - t0) / 1000000))
+	bcf_log "$name: exit $rc after ${el} ms: $(head -3 "$err")"
+	if [ $rc -eq 0 ] || [ $rc -eq 124 ]; then
+		echo "FAIL $name: bluecachefs $agent exited $rc, expected" \
+			"a failure" >&2
+		nfail=$((nfail + 1))
+	elif [ $el -gt 12000 ]; then
+		echo "FAIL $name: took $el ms to fail" >&2
+		nfail=$((nfail + 1))
+	fi
+	if [ "$(grep -c . "$err")" -ne 1 ]; then
+		echo "FAIL $name: expected one line on stderr, got:" >&2
+		cat "$err" >&2
+		nfail=$((nfail + 1))
+	elif ! grep -qiE "$re" "$err"; then
+		echo "FAIL $name: message does not match /$re/: $(cat "$err")" >&2
+		nfail=$((nfail + 1))
+	fi
+	if bcf_is_mounted "$mnt"; then
+		echo "FAIL $name: $mnt is still mounted" >&2
+		fusermount3 -uz "$mnt"
+		nfail=$((nfail + 1))
+	fi
+	if bcf_wait_for 5 test -z "$(procs_of "$mnt")"; then
+		:
+	else
+		echo "FAIL $name: processes left: $(procs_of "$mnt")" >&2
+		kill $(procs_of "$mnt") 2>/dev/null
+		nfail=$((nfail + 1))
+	fi
+}
+
+case $BCF_TRANSPORT in
+shm) topt=transport=shm ;;
+tcp) topt=transport=tcp ;;
+esac
+
+# nothing listens on this port (it was free a moment ago) or socket
+port=$(bcf_free_port) || bcf_hard "no free port"
+expect_fail closed-port 'refused|unreachable|connect' \
+	"tcp://127.0.0.1:$port" transport=tcp
+expect_fail no-socket 'no such|not found|refused|connect|unreachable' \
+	"unix:$BCF_TMP/no-such.sock" "$topt"
+
+# a wrong secret
+bcf_secret "$BCF_TMP/right"
+bcf_secret "$BCF_TMP/wrong"
+if [ "$BCF_TRANSPORT" = tcp ]; then
+	port=$(bcf_free_port) || bcf_hard "no free port"
+	listen=tcp://127.0.0.1:$port
+else
+	listen=unix:$BCF_TMP/agent.sock
+fi
+bcf_start_agent "$BCF_BACK" "$listen" --secret-file "$BCF_TMP/right" ||
+	{ cat "$BCF_TMP/agent.log"; bcf_fail "the agent did not start"; }
+expect_fail wrong-secret 'secret|auth|denied|permission|EACCES' \
+	"$listen" "$topt,secret_file=$BCF_TMP/wrong"
+grep -q 'warning' "$BCF_TMP/agent.log" ||
+	{ echo "FAIL wrong-secret: the agent logged no warning" >&2
+	  nfail=$((nfail + 1)); }
+expect_fail no-secret 'secret|auth|denied|permission|EACCES' \
+	"$listen" "$topt"
+# the control: the right secret mounts (in daemon mode)
+mkdir "$BCF_TMP/good"
+timeout 30 "$BCF_FS" "$listen" "$BCF_TMP/good" \
+	-o "$topt,secret_file=$BCF_TMP/right" 2> "$BCF_TMP/good.err" ||
+	{ cat "$BCF_TMP/good.err"; bcf_fail "a good mount of $listen failed"; }
+# usable at once: no waiting
+bcf_is_mounted "$BCF_TMP/good" || bcf_fail "bluecachefs returned unmounted"
+echo hello > "$BCF_TMP/good/hello" || bcf_fail "write to a fresh mount"
+bcf_eq "read from a fresh mount" hello "$(cat "$BCF_TMP/good/hello")"
+bcf_eq "file in the agent's directory" hello "$(cat "$BCF_BACK/hello")"
+fusermount3 -u "$BCF_TMP/good" || bcf_fail "fusermount3 -u"
+bcf_wait_for 10 test -z "$(procs_of "$BCF_TMP/good")" ||
+	bcf_fail "bluecachefs still runs after unmount: $(procs_of "$BCF_TMP/good")"
+bcf_stop_agent || bcf_fail "the agent did not stop"
+# the agent's "wrong secret" warnings are expected; nothing else is
+mv "$BCF_TMP/agent.log" "$BCF_TMP/agent-secret.log"
+grep -E 'error|Sanitizer' "$BCF_TMP/agent-secret.log" &&
+	{ echo "FAIL: unexpected agent log lines" >&2; nfail=$((nfail + 1)); }
+: > "$BCF_TMP/agent.log"
+
+# a malformed AGENT string
+expect_fail bad-agent 'agent|address|invalid|unknown|bogus' \
+	"bogus://example" "$topt"
+expect_fail bad-port 'agent|address|invalid|port' \
+	"tcp://127.0.0.1:99999" transport=tcp
+# a missing local: directory
+expect_fail missing-local "no-such-dir|no such|not found|directory" \
+	"local:$BCF_TMP/no-such-dir" transport=shm
+# the control: local: in daemon mode
+mkdir "$BCF_TMP/good-local"
+timeout 30 "$BCF_FS" "local:$BCF_BACK" "$BCF_TMP/good-local" \
+	2> "$BCF_TMP/good.err" ||
+	{ cat "$BCF_TMP/good.err"; bcf_fail "a good local: mount failed"; }
+bcf_eq "read through local:" hello "$(cat "$BCF_TMP/good-local/hello")"
+fusermount3 -u "$BCF_TMP/good-local" || bcf_fail "fusermount3 -u"
+bcf_wait_for 10 test -z "$(procs_of "$BCF_TMP/good-local")" ||
+	bcf_fail "processes left after unmount of local:"
+bcf_wait_for 10 test -z "$(procs_of "$BCF_BACK")" ||
+	bcf_fail "the embedded agent still runs: $(procs_of "$BCF_BACK")"
+
+[ $nfail -eq 0 ] || bcf_fail "$nfail start-up failure checks failed"
+exit 0

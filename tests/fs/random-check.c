@@ -1,0 +1,379 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * random-check.c - randomized file I/O compared against a reference.
+ *
+ * Usage: random-check TESTDIR REFDIR [OPS]
+ * Keeps a few files open in both directories and applies the same random
+ * operations to both: pwrite, pread, ftruncate, reads and writes through
+ * shared mappings, fsync, close and reopen.  Every read is compared with the
+ * reference byte for byte, and so is every whole file at the end.  The seed
+ * is printed first; BCF_SEED=N replays a run.  Exit 0 when all matched,
+ * 1 on the first difference (with the operation that showed it), 99 when
+ * the reference directory itself misbehaves.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NFILES		4
+#define MAX_SIZE	(6u << 20)	/* files stay below this */
+#define MAX_IO		(1u << 20)	/* one read or write */
+
+struct rc_file {
+	char test_path[PATH_MAX];
+	char ref_path[PATH_MAX];
+	int test_fd;
+	int ref_fd;
+};
+
+static struct rc_file files[NFILES];
+static uint64_t rng_state;
+static unsigned char *wbuf, *tbuf, *rbuf;
+static long op_index;
+
+static uint64_t rng_next(void)
+{
+	/* xorshift64* */
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return rng_state * 0x2545F4914F6CDD1Dull;
+}
+
+static uint64_t rng_below(uint64_t n)
+{
+	return n ? rng_next() % n : 0;
+}
+
+/* a length: mostly small, sometimes page-sized, sometimes large */
+static size_t rng_len(void)
+{
+	switch (rng_below(8)) {
+	case 0:
+		return 1 + rng_below(16);
+	case 1:
+		return 4096;
+	case 2:
+		return 4096 * (1 + rng_below(8)) + rng_below(3) - 1;
+	case 3:
+		return 1 + rng_below(MAX_IO);
+	default:
+		return 1 + rng_below(70000);
+	}
+}
+
+static off_t rng_off(off_t size)
+{
+	/* mostly inside or near the current size */
+	switch (rng_below(4)) {
+	case 0:
+		return rng_below(MAX_SIZE - MAX_IO);
+	case 1:
+		return size;
+	default:
+		return rng_below(size + 8192);
+	}
+}
+
+static void fill(unsigned char *buf, size_t len)
+{
+	size_t i;
+	uint64_t v = 0;
+
+	for (i = 0; i < len; i++) {
+		if (!(i & 7))
+			v = rng_next();
+		buf[i] = v >> ((i & 7) * 8);
+	}
+}
+
+static void die_ref(const char *what) __attribute__((noreturn));
+
+static void die_ref(const char *what)
+{
+	fprintf(stderr, "reference directory failed: %s: %s\n", what,
+		strerror(errno));
+	exit(99);
+}
+
+static void mismatch(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2), noreturn));
+
+static void mismatch(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "FAIL at op %ld: ", op_index);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+	exit(1);
+}
+
+static off_t ref_size(struct rc_file *f)
+{
+	struct stat st;
+
+	if (fstat(f->ref_fd, &st) < 0)
+		die_ref("fstat");
+	return st.st_size;
+}
+
+static void compare_bytes(const char *what, const unsigned char *t,
+			  const unsigned char *r, size_t len, off_t off)
+{
+	size_t i;
+
+	if (!memcmp(t, r, len))
+		return;
+	for (i = 0; i < len && t[i] == r[i]; i++)
+		;
+	mismatch("%s: byte %lld differs: got 0x%02x, expected 0x%02x",
+		 what, (long long)(off + i), t[i], r[i]);
+}
+
+static void open_pair(struct rc_file *f, int trunc)
+{
+	int flags = O_RDWR | O_CREAT | (trunc ? O_TRUNC : 0);
+
+	f->ref_fd = open(f->ref_path, flags, 0644);
+	if (f->ref_fd < 0)
+		die_ref("open");
+	f->test_fd = open(f->test_path, flags, 0644);
+	if (f->test_fd < 0)
+		mismatch("open %s: %s", f->test_path, strerror(errno));
+}
+
+static void op_write(struct rc_file *f)
+{
+	off_t off = rng_off(ref_size(f));
+	size_t len = rng_len();
+	ssize_t n;
+
+	if (off + len > MAX_SIZE)
+		off = MAX_SIZE - len;
+	fill(wbuf, len);
+	if (pwrite(f->ref_fd, wbuf, len, off) != (ssize_t)len)
+		die_ref("pwrite");
+	n = pwrite(f->test_fd, wbuf, len, off);
+	if (n != (ssize_t)len)
+		mismatch("pwrite(%s, %zu, %lld) = %zd (%s)", f->test_path, len,
+			 (long long)off, n, strerror(errno));
+}
+
+static void op_read(struct rc_file *f)
+{
+	off_t off = rng_off(ref_size(f));
+	size_t len = rng_len();
+	ssize_t nt, nr;
+	char what[64];
+
+	nr = pread(f->ref_fd, rbuf, len, off);
+	if (nr < 0)
+		die_ref("pread");
+	nt = pread(f->test_fd, tbuf, len, off);
+	if (nt != nr)
+		mismatch("pread(%s, %zu, %lld) = %zd (%s), expected %zd",
+			 f->test_path, len, (long long)off, nt,
+			 nt < 0 ? strerror(errno) : "short", nr);
+	snprintf(what, sizeof(what), "pread(%zu, %lld)", len, (long long)off);
+	compare_bytes(what, tbuf, rbuf, nr, off);
+}
+
+static void op_truncate(struct rc_file *f)
+{
+	off_t size = ref_size(f), len;
+
+	switch (rng_below(3)) {
+	case 0:
+		len = rng_below(size + 1);
+		break;
+	case 1:
+		len = size + rng_below(100000);
+		if (len > MAX_SIZE)
+			len = MAX_SIZE;
+		break;
+	default:
+		len = rng_below(MAX_SIZE);
+		break;
+	}
+	if (ftruncate(f->ref_fd, len) < 0)
+		die_ref("ftruncate");
+	if (ftruncate(f->test_fd, len) < 0)
+		mismatch("ftruncate(%s, %lld): %s", f->test_path,
+			 (long long)len, strerror(errno));
+}
+
+static void op_stat(struct rc_file *f)
+{
+	struct stat st;
+
+	if (fstat(f->test_fd, &st) < 0)
+		mismatch("fstat %s: %s", f->test_path, strerror(errno));
+	if (st.st_size != ref_size(f))
+		mismatch("size of %s is %lld, expected %lld", f->test_path,
+			 (long long)st.st_size, (long long)ref_size(f));
+}
+
+/* map a page-aligned window of both files; read, maybe write, compare */
+static void op_mmap(struct rc_file *f, int write)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	off_t size = ref_size(f), start;
+	size_t len, i, off, n;
+	unsigned char *mt, *mr;
+
+	if (size == 0)
+		return;
+	start = rng_below(size) & ~(off_t)(pg - 1);
+	len = 1 + rng_below(size - start);
+	if (len > MAX_IO)
+		len = MAX_IO;
+	mr = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, f->ref_fd,
+		  start);
+	if (mr == MAP_FAILED)
+		die_ref("mmap");
+	mt = mmap(NULL, len, PROT_READ | (write ? PROT_WRITE : 0), MAP_SHARED,
+		  f->test_fd, start);
+	if (mt == MAP_FAILED)
+		mismatch("mmap(%s, %zu, %lld): %s", f->test_path, len,
+			 (long long)start, strerror(errno));
+	compare_bytes("mmap read", mt, mr, len, start);
+	if (write) {
+		for (i = 0; i < 1 + rng_below(8); i++) {
+			off = rng_below(len);
+			n = 1 + rng_below(len - off < 20000 ? len - off : 20000);
+			fill(wbuf, n);
+			memcpy(mr + off, wbuf, n);
+			memcpy(mt + off, wbuf, n);
+		}
+		if (rng_below(2) && msync(mt, len, MS_SYNC) < 0)
+			mismatch("msync %s: %s", f->test_path, strerror(errno));
+	}
+	munmap(mt, len);
+	munmap(mr, len);
+}
+
+static void op_reopen(struct rc_file *f)
+{
+	if (rng_below(2) && fsync(f->test_fd) < 0)
+		mismatch("fsync %s: %s", f->test_path, strerror(errno));
+	if (close(f->test_fd) < 0)
+		mismatch("close %s: %s", f->test_path, strerror(errno));
+	close(f->ref_fd);
+	open_pair(f, 0);
+}
+
+static void compare_whole(struct rc_file *f)
+{
+	off_t size = ref_size(f), off;
+	ssize_t nt, nr;
+	char what[PATH_MAX + 32];
+
+	op_stat(f);
+	for (off = 0; off < size; off += nr) {
+		nr = pread(f->ref_fd, rbuf, MAX_IO, off);
+		if (nr <= 0)
+			die_ref("pread");
+		nt = pread(f->test_fd, tbuf, nr, off);
+		if (nt != nr)
+			mismatch("final pread(%s, %zd, %lld) = %zd",
+				 f->test_path, nr, (long long)off, nt);
+		snprintf(what, sizeof(what), "final read of %s", f->test_path);
+		compare_bytes(what, tbuf, rbuf, nr, off);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	long ops = 5000, i;
+	const char *s = getenv("BCF_SEED");
+	uint64_t seed;
+	struct rc_file *f;
+
+	if (argc < 3 || argc > 4) {
+		fprintf(stderr, "usage: %s TESTDIR REFDIR [OPS]\n", argv[0]);
+		return 99;
+	}
+	if (argc == 4)
+		ops = atol(argv[3]);
+	if (s && *s) {
+		seed = strtoull(s, NULL, 0);
+	} else {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		seed = (uint64_t)ts.tv_sec * 1000000007ull ^ ts.tv_nsec ^
+		       ((uint64_t)getpid() << 32);
+	}
+	if (!seed)
+		seed = 1;
+	printf("random-check: BCF_SEED=%" PRIu64 " ops=%ld\n", seed, ops);
+	fflush(stdout);
+	rng_state = seed;
+	wbuf = malloc(MAX_IO);
+	tbuf = malloc(MAX_IO);
+	rbuf = malloc(MAX_IO);
+	if (!wbuf || !tbuf || !rbuf)
+		return 99;
+	for (i = 0; i < NFILES; i++) {
+		f = &files[i];
+		snprintf(f->test_path, sizeof(f->test_path), "%s/file%ld",
+			 argv[1], i);
+		snprintf(f->ref_path, sizeof(f->ref_path), "%s/file%ld",
+			 argv[2], i);
+		open_pair(f, 1);
+	}
+	for (op_index = 0; op_index < ops; op_index++) {
+		f = &files[rng_below(NFILES)];
+		switch (rng_below(20)) {
+		case 0 ... 6:
+			op_write(f);
+			break;
+		case 7 ... 12:
+			op_read(f);
+			break;
+		case 13:
+		case 14:
+			op_truncate(f);
+			break;
+		case 15:
+			op_stat(f);
+			break;
+		case 16:
+			op_mmap(f, 0);
+			break;
+		case 17:
+			op_mmap(f, 1);
+			break;
+		default:
+			op_reopen(f);
+			break;
+		}
+	}
+	for (i = 0; i < NFILES; i++) {
+		op_reopen(&files[i]);
+		compare_whole(&files[i]);
+		close(files[i].test_fd);
+		close(files[i].ref_fd);
+	}
+	printf("random-check: %ld operations on %d files matched\n", ops,
+	       NFILES);
+	free(wbuf);
+	free(tbuf);
+	free(rbuf);
+	return 0;
+}
