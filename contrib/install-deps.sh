@@ -3,20 +3,25 @@
 # Install what bluecachefs needs on Debian 12 (bookworm), from Debian's
 # archive only.  Without arguments: build and run.  --tests adds what the
 # test suite uses (clang for the fuzzer, the tools the FUSE tests drive,
-# qemu + Debian's kernel for the Soft-RoCE RDMA suite).
+# qemu + Debian's kernel for the Soft-RoCE RDMA suite).  --bench adds what
+# `make bench` compares with and draws with (sshfs, bindfs, fuse-overlayfs,
+# fio, gnuplot, perf).
 set -eu
 build="autoconf automake make gcc pkg-config
 	libfuse3-dev fuse3 liburing-dev libssl-dev libinih-dev libattr1-dev
 	libibverbs-dev librdmacm-dev ibverbs-providers"
 tests="clang libclang-rt-14-dev python3 rsync sqlite3 git attr util-linux
-	xz-utils tar procps psmisc fio
+	xz-utils tar procps psmisc
 	qemu-system-x86 linux-image-amd64 busybox-static cpio kmod iproute2
 	ibverbs-utils rdmacm-utils perftest"
+bench="fio gnuplot-nox sshfs openssh-server openssh-client bindfs
+	fuse-overlayfs linux-perf"
 pkgs=$build
 case "${1:-}" in
 --tests) pkgs="$build $tests" ;;
+--bench) pkgs="$build $tests $bench" ;;
 "") ;;
-*) echo "usage: $0 [--tests]" >&2; exit 2 ;;
+*) echo "usage: $0 [--tests | --bench]" >&2; exit 2 ;;
 esac
 sudo=
 [ "$(id -u)" -eq 0 ] || sudo=sudo

@@ -1,0 +1,867 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""bench.py - the bluecachefs benchmark: one fixed workload on every
+configuration, side by side in one run.
+
+Each configuration is mounted in a private temp dir (a tmpfs holds the
+backing directories), each workload runs on a fresh mount, the kernel cache
+is dropped where the workload says cold, and the mount is torn down after
+it.  Everything is repeated BENCH_RUNS times with the configurations
+interleaved inside each run, so that a noisy neighbour hits all of them
+alike; report.py turns results.json into medians and same-run ratios.
+
+Configurations (BENCH_CONFIGS, comma-separated, default all available):
+  tmpfs           the backing directory itself (native tmpfs)
+  disk            a directory under BENCH_DISK_DIR (native disk)
+  bcfs-shm        bluecachefs local:DIR (private agent, unix socket, shm)
+  bcfs-tcp        bluecachefs tcp://127.0.0.1:PORT to a separate agent
+  sshfs           sshfs to a private sshd on 127.0.0.1 (key auth)
+  bindfs          bindfs --multithreaded over tmpfs
+  fuse-overlayfs  fuse-overlayfs, upper (and lower) directory on tmpfs
+
+Workloads: seq_write, seq_read (cold) of a BENCH_SEQ_SIZE file in 1 MiB
+blocks; rand_read_qd1, rand_read_4j, rand_write (4 KiB, O_DIRECT,
+BENCH_RUNTIME seconds each); create, stat (cold readdir + fstatat),
+readback (cold), delete of BENCH_FILES files of 4 KiB; untar of a tree of
+BENCH_TAR_FILES files of mixed sizes made once from a seeded generator.
+
+For every workload: the CPU seconds (utime + stime from /proc/PID/stat,
+before and after) of the FUSE daemon and of its server side (the agent;
+sshd and sftp-server for sshfs), and, from the agent's shutdown summary,
+the segments per BATCH_PULL/BATCH_PUSH request.
+
+Needs root (tmpfs mounts, drop_caches), /dev/fuse and fio; a configuration
+whose tools are missing is left out with a note in results.json.
+Only the Python standard library is used.
+"""
+
+import argparse
+import datetime
+import io
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+ALL_CONFIGS = ["tmpfs", "disk", "bcfs-shm", "bcfs-tcp", "sshfs", "bindfs",
+               "fuse-overlayfs"]
+JOBS = ["seq_write", "seq_read", "rand_read_qd1", "rand_read_4j",
+        "rand_write", "create", "stat", "readback", "delete", "untar"]
+SEQ_FILE = "seq.dat"
+META_DIR = "files"
+TAR_DIR = "tree"
+
+
+def log(msg):
+    print("bench: " + msg, file=sys.stderr, flush=True)
+
+
+def parse_size(s):
+    m = re.fullmatch(r"\s*(\d+)\s*([kKmMgGtT]?)(i?[bB])?\s*", s)
+    if not m:
+        raise ValueError("bad size '%s'" % s)
+    mult = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30,
+            "t": 1 << 40}[m.group(2).lower()]
+    return int(m.group(1)) * mult
+
+
+def wait_for(pred, timeout, step=0.05):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(step)
+    return pred()
+
+
+def is_mounted(path):
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            if line.split()[4] == path:
+                return True
+    return False
+
+
+def drop_caches():
+    os.sync()
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+
+
+def children(pid):
+    """All descendants of pid (through /proc/PID/task/*/children)."""
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            tasks = os.listdir("/proc/%d/task" % p)
+        except OSError:
+            continue
+        for t in tasks:
+            try:
+                with open("/proc/%d/task/%s/children" % (p, t)) as f:
+                    kids = [int(x) for x in f.read().split()]
+            except OSError:
+                continue
+            out.extend(kids)
+            todo.extend(kids)
+    return out
+
+
+def cpu_ticks(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            s = f.read()
+    except OSError:
+        return 0
+    # the command name may hold spaces: fields count from after ')'
+    fields = s[s.rindex(")") + 2:].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def gen_tree_tar(path, nfiles, seed):
+    """A tarball of nfiles of mixed sizes in nested directories: mostly
+    small files, some medium, a few large, like a source tree with assets."""
+    rng = random.Random(seed)
+    total = 0
+    with tarfile.open(path, "w") as tar:
+        dirs = [""]
+        for i in range(nfiles):
+            if i % 25 == 0:
+                parent = rng.choice(dirs)
+                d = (parent + "/" if parent else "") + "d%03d" % len(dirs)
+                dirs.append(d)
+            r = rng.random()
+            if r < 0.70:
+                size = rng.randint(0, 8 << 10)
+            elif r < 0.95:
+                size = rng.randint(8 << 10, 128 << 10)
+            else:
+                size = rng.randint(128 << 10, 2 << 20)
+            d = rng.choice(dirs)
+            name = (d + "/" if d else "") + "f%05d" % i
+            ti = tarfile.TarInfo(name)
+            ti.size = size
+            ti.mode = 0o644
+            ti.mtime = 1700000000
+            tar.addfile(ti, io.BytesIO(rng.randbytes(size)))
+            total += size
+    return total
+
+
+class Config:
+    """One filesystem to measure.  setup() once per run, mount() and
+    umount() around every workload, teardown() at the end of the run.
+    back is the directory the configuration serves (prepared natively);
+    mnt is where the workload runs."""
+
+    kind = "fuse"
+    needs = []
+
+    def __init__(self, bench, name):
+        self.b = bench
+        self.name = name
+        self.dir = os.path.join(bench.tmp, "cfg-" + name)
+        self.back = os.path.join(bench.tmpfs, "back-" + name)
+        self.mnt = os.path.join(self.dir, "mnt")
+        self.proc = None
+        self.logs = []
+
+    def missing(self):
+        return [t for t in self.needs if not shutil.which(t)]
+
+    def setup(self):
+        os.makedirs(self.back, exist_ok=True)
+        os.makedirs(self.mnt, exist_ok=True)
+
+    def teardown(self):
+        pass
+
+    def daemon_pids(self):
+        return [self.proc.pid] + children(self.proc.pid) if self.proc \
+            else []
+
+    def server_pids(self):
+        return []
+
+    def spawn(self, argv, logname, env=None):
+        path = os.path.join(self.b.logdir, logname)
+        f = open(path, "ab")
+        self.logs.append(path)
+        return subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, env=env), path
+
+    def mount_argv(self):
+        raise NotImplementedError
+
+    def mount(self, tag):
+        self.fslog_off = 0
+        argv, env = self.mount_argv()
+        self.proc, self.fslog = self.spawn(argv, self.name + ".fs.log", env)
+        self.fslog_off = os.path.getsize(self.fslog)
+        if not wait_for(lambda: self.proc.poll() is None and
+                        is_mounted(self.mnt), 30):
+            self.kill_proc()
+            raise RuntimeError("%s did not mount (see %s)" %
+                               (self.name, self.fslog))
+
+    def kill_proc(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+        if self.proc:
+            self.proc.wait()
+        if is_mounted(self.mnt):
+            subprocess.run(["fusermount3", "-uz", self.mnt])
+        self.proc = None
+
+    def umount(self):
+        for _ in range(100):
+            if not is_mounted(self.mnt):
+                break
+            r = subprocess.run(["fusermount3", "-u", self.mnt],
+                               stderr=subprocess.DEVNULL)
+            if r.returncode == 0:
+                break
+            time.sleep(0.1)
+        if is_mounted(self.mnt):
+            subprocess.run(["fusermount3", "-uz", self.mnt])
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc = None
+        return {}
+
+
+class NativeConfig(Config):
+    kind = "native"
+
+    def setup(self):
+        os.makedirs(self.back, exist_ok=True)
+        self.mnt = self.back
+
+    def mount(self, tag):
+        pass
+
+    def umount(self):
+        return {}
+
+    def daemon_pids(self):
+        return []
+
+
+class TmpfsConfig(NativeConfig):
+    pass
+
+
+class DiskConfig(NativeConfig):
+    def setup(self):
+        base = self.b.args.disk_dir
+        self.back = tempfile.mkdtemp(prefix="bcf-bench-disk.", dir=base)
+        self.mnt = self.back
+
+    def teardown(self):
+        shutil.rmtree(self.back, ignore_errors=True)
+
+
+# agent summary lines: "summary: N sessions, ..., S segments (..."
+SUM_SEGS = re.compile(r"summary: .* (\d+) segments \(")
+SUM_OP = re.compile(r"summary: (BATCH_PULL|BATCH_PUSH)\s+(\d+) ops")
+
+
+def parse_agent_summary(text):
+    segs, batches = None, 0
+    for line in text.splitlines():
+        m = SUM_SEGS.search(line)
+        if m:
+            segs = int(m.group(1))
+        m = SUM_OP.search(line)
+        if m:
+            batches += int(m.group(2))
+    if segs is None:
+        return {}
+    return {"segments": segs, "batches": batches}
+
+
+def read_from(path, off):
+    with open(path, "rb") as f:
+        f.seek(off)
+        return f.read().decode(errors="replace")
+
+
+class BcfsShmConfig(Config):
+    """bluecachefs local:DIR.  BLUECACHE_AGENT is a two-line wrapper that
+    adds --log-level info, so the private agent prints its summary (and
+    with it the segment counters) into the daemon's log at unmount."""
+
+    def setup(self):
+        super().setup()
+        self.wrap = os.path.join(self.dir, "agent-wrapper")
+        with open(self.wrap, "w") as f:
+            f.write("#!/bin/sh\nexec '%s' \"$@\" --log-level info\n" %
+                    self.b.agent)
+        os.chmod(self.wrap, 0o755)
+
+    def mount_argv(self):
+        env = dict(os.environ, BLUECACHE_AGENT=self.wrap)
+        return ([self.b.fs, "local:" + self.back, self.mnt, "-f", "-o",
+                 ",".join(["transport=shm"] + self.b.bcfs_opts)], env)
+
+    def daemon_pids(self):
+        return [self.proc.pid]
+
+    def server_pids(self):
+        return children(self.proc.pid) if self.proc else []
+
+    def umount(self):
+        log_path, off = self.fslog, self.fslog_off
+        super().umount()
+        return parse_agent_summary(read_from(log_path, off))
+
+
+class BcfsTcpConfig(Config):
+    """bluecachefs over tcp to a bluecache-agent started for each mount
+    (so that its shutdown summary covers exactly one workload)."""
+
+    def setup(self):
+        super().setup()
+        self.secret = os.path.join(self.dir, "secret")
+        with open(os.open(self.secret, os.O_WRONLY | os.O_CREAT, 0o600),
+                  "w") as f:
+            f.write(os.urandom(32).hex())
+        self.agent = None
+
+    def start_agent(self):
+        for _ in range(3):
+            self.port = free_port()
+            r, w = os.pipe()
+            path = os.path.join(self.b.logdir, self.name + ".agent.log")
+            lf = open(path, "ab")
+            self.agent_off = os.path.getsize(path)
+            self.agent_log = path
+            self.logs.append(path)
+            p = subprocess.Popen(
+                [self.b.agent, "--root", self.back, "--listen",
+                 "tcp://127.0.0.1:%d" % self.port, "--secret-file",
+                 self.secret, "--foreground", "--log-level", "info",
+                 "--ready-fd", str(w)],
+                pass_fds=(w,), stdout=lf, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL)
+            os.close(w)
+            with os.fdopen(r) as rf:
+                ready = rf.read()
+            if ready.strip() == "ready":
+                self.agent = p
+                return
+            p.kill()
+            p.wait()
+        raise RuntimeError("bluecache-agent did not start (see %s)" % path)
+
+    def mount_argv(self):
+        self.start_agent()
+        return ([self.b.fs, "tcp://127.0.0.1:%d" % self.port, self.mnt,
+                 "-f", "-o", ",".join(["transport=tcp", "secret_file=" +
+                                       self.secret] + self.b.bcfs_opts)],
+                None)
+
+    def server_pids(self):
+        return [self.agent.pid] if self.agent else []
+
+    def umount(self):
+        super().umount()
+        self.agent.send_signal(signal.SIGTERM)
+        try:
+            self.agent.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.agent.kill()
+            self.agent.wait()
+        self.agent = None
+        return parse_agent_summary(read_from(self.agent_log,
+                                             self.agent_off))
+
+    def teardown(self):
+        if self.agent:
+            self.agent.kill()
+            self.agent.wait()
+
+
+class SshfsConfig(Config):
+    """sshfs to a private sshd on 127.0.0.1 with its own host key, key
+    authentication for root and Debian's sftp-server."""
+
+    needs = ["sshfs", "ssh", "ssh-keygen"]
+
+    def missing(self):
+        m = super().missing()
+        if not os.access("/usr/sbin/sshd", os.X_OK):
+            m.append("/usr/sbin/sshd")
+        return m
+
+    def setup(self):
+        super().setup()
+        d = os.path.join(self.dir, "ssh")
+        os.makedirs(d, exist_ok=True)
+        os.chmod(d, 0o700)
+        self.key = os.path.join(d, "id")
+        hostkey = os.path.join(d, "host")
+        for k in (self.key, hostkey):
+            if not os.path.exists(k):
+                subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N",
+                                "", "-f", k], check=True)
+        shutil.copy(self.key + ".pub", os.path.join(d, "authorized_keys"))
+        sftp = "/usr/lib/openssh/sftp-server"
+        if not os.path.exists(sftp):
+            sftp = "internal-sftp"
+        conf = os.path.join(d, "sshd_config")
+        with open(conf, "w") as f:
+            f.write("ListenAddress 127.0.0.1\nHostKey %s\n"
+                    "AuthorizedKeysFile %s/authorized_keys\n"
+                    "PidFile %s/sshd.pid\nStrictModes no\nUsePAM no\n"
+                    "PasswordAuthentication no\n"
+                    "KbdInteractiveAuthentication no\n"
+                    "PermitRootLogin prohibit-password\n"
+                    "Subsystem sftp %s\n" % (hostkey, d, d, sftp))
+        # privilege separation directory sshd insists on
+        os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
+        for _ in range(3):
+            self.port = free_port()
+            self.sshd, _ = self.spawn(["/usr/sbin/sshd", "-D", "-e", "-f",
+                                       conf, "-p", str(self.port)],
+                                      self.name + ".sshd.log")
+
+            def up():
+                try:
+                    socket.create_connection(("127.0.0.1", self.port),
+                                             0.2).close()
+                    return True
+                except OSError:
+                    return False
+            if wait_for(lambda: self.sshd.poll() is None and up(), 10):
+                return
+            self.sshd.kill()
+            self.sshd.wait()
+        raise RuntimeError("sshd did not start")
+
+    def mount_argv(self):
+        return (["sshfs", "-f", "-p", str(self.port), "-o",
+                 "IdentityFile=%s,StrictHostKeyChecking=no,"
+                 "UserKnownHostsFile=/dev/null,LogLevel=ERROR,BatchMode=yes"
+                 % self.key, "root@127.0.0.1:" + self.back, self.mnt],
+                None)
+
+    def server_pids(self):
+        return children(self.sshd.pid)
+
+    def teardown(self):
+        self.sshd.terminate()
+        try:
+            self.sshd.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.sshd.kill()
+            self.sshd.wait()
+
+
+class BindfsConfig(Config):
+    needs = ["bindfs"]
+
+    def mount_argv(self):
+        return (["bindfs", "-f", "--multithreaded", self.back, self.mnt],
+                None)
+
+
+class OverlayConfig(Config):
+    needs = ["fuse-overlayfs"]
+
+    def setup(self):
+        super().setup()
+        self.lower = os.path.join(self.b.tmpfs, "lower-" + self.name)
+        self.work = os.path.join(self.b.tmpfs, "work-" + self.name)
+        os.makedirs(self.lower, exist_ok=True)
+        os.makedirs(self.work, exist_ok=True)
+
+    def mount_argv(self):
+        return (["fuse-overlayfs", "-f", "-o", "lowerdir=%s,upperdir=%s,"
+                 "workdir=%s" % (self.lower, self.back, self.work),
+                 self.mnt], None)
+
+
+CONFIG_CLASSES = {
+    "tmpfs": TmpfsConfig, "disk": DiskConfig, "bcfs-shm": BcfsShmConfig,
+    "bcfs-tcp": BcfsTcpConfig, "sshfs": SshfsConfig,
+    "bindfs": BindfsConfig, "fuse-overlayfs": OverlayConfig,
+}
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.fs = os.path.join(args.builddir, "fs", "bluecachefs")
+        self.agent = os.path.join(args.builddir, "agent", "bluecache-agent")
+        self.bcfs_opts = [o for o in args.bcfs_opts.split(",") if o]
+        self.seq = parse_size(args.seq_size)
+        self.tmp = None
+        self.tmpfs = None
+
+    # --- workloads ---------------------------------------------------
+
+    def fio(self, cfg, name, extra):
+        out = subprocess.run(
+            ["fio", "--output-format=json", "--name=" + name,
+             "--filename=" + os.path.join(cfg.mnt, SEQ_FILE),
+             "--size=%d" % self.seq, "--ioengine=psync"] + extra,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if out.returncode:
+            raise RuntimeError("fio %s on %s: %s" % (name, cfg.name,
+                                                      out.stderr.strip()))
+        # fio may print notes before the JSON document
+        js = json.loads(out.stdout[out.stdout.index("{"):])
+        job = js["jobs"][0]
+        rw = job["read"] if job["read"]["io_bytes"] else job["write"]
+        r = {"bytes": rw["io_bytes"], "seconds": rw["runtime"] / 1000.0,
+             "iops": rw["iops"], "mibps": rw["bw_bytes"] / (1 << 20)}
+        pct = rw.get("clat_ns", {}).get("percentile", {})
+        if pct:
+            r["p50_us"] = pct.get("50.000000", 0) / 1000.0
+            r["p99_us"] = pct.get("99.000000", 0) / 1000.0
+        return r
+
+    def job_seq_write(self, cfg):
+        # fio's own bandwidth leaves out the final fsync: time the whole
+        # job so that data still in a cache does not count as written
+        t0 = time.perf_counter()
+        r = self.fio(cfg, "seqwrite", ["--rw=write", "--bs=1M",
+                                       "--end_fsync=1"])
+        t = time.perf_counter() - t0
+        r["fio_mibps"] = r["mibps"]
+        r["seconds"] = t
+        r["mibps"] = r["bytes"] / t / (1 << 20)
+        r["value"], r["unit"] = r["mibps"], "MiB/s"
+        return r
+
+    def job_seq_read(self, cfg):
+        r = self.fio(cfg, "seqread", ["--rw=read", "--bs=1M"])
+        r["value"], r["unit"] = r["mibps"], "MiB/s"
+        return r
+
+    def rand(self, cfg, name, rw, jobs):
+        extra = ["--rw=" + rw, "--bs=4k", "--direct=1", "--time_based",
+                 "--runtime=%s" % self.args.runtime, "--randrepeat=0"]
+        if jobs > 1:
+            extra += ["--numjobs=%d" % jobs, "--group_reporting"]
+        r = self.fio(cfg, name, extra)
+        r["value"], r["unit"] = r["iops"], "IOPS"
+        return r
+
+    def job_rand_read_qd1(self, cfg):
+        return self.rand(cfg, "randread1", "randread", 1)
+
+    def job_rand_read_4j(self, cfg):
+        return self.rand(cfg, "randread4", "randread", 4)
+
+    def job_rand_write(self, cfg):
+        return self.rand(cfg, "randwrite", "randwrite", 1)
+
+    def files_result(self, n, t, nbytes):
+        return {"files": n, "seconds": t, "bytes": nbytes,
+                "value": n / t, "unit": "files/s"}
+
+    def job_create(self, cfg):
+        d = os.path.join(cfg.mnt, META_DIR)
+        n, buf = self.args.files, os.urandom(4096)
+        t0 = time.perf_counter()
+        os.mkdir(d)
+        dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+        for i in range(n):
+            fd = os.open("f%06d" % i, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+                         0o644, dir_fd=dfd)
+            os.write(fd, buf)
+            os.close(fd)
+        os.close(dfd)
+        t = time.perf_counter() - t0
+        return self.files_result(n, t, n * 4096)
+
+    def job_stat(self, cfg):
+        d = os.path.join(cfg.mnt, META_DIR)
+        t0 = time.perf_counter()
+        dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+        n = 0
+        with os.scandir(dfd) as it:
+            for e in it:
+                os.stat(e.name, dir_fd=dfd, follow_symlinks=False)
+                n += 1
+        os.close(dfd)
+        t = time.perf_counter() - t0
+        if n != self.args.files:
+            raise RuntimeError("stat on %s saw %d files, not %d" %
+                               (cfg.name, n, self.args.files))
+        return self.files_result(n, t, 0)
+
+    def job_readback(self, cfg):
+        d = os.path.join(cfg.mnt, META_DIR)
+        n, total = self.args.files, 0
+        t0 = time.perf_counter()
+        dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+        for i in range(n):
+            fd = os.open("f%06d" % i, os.O_RDONLY, dir_fd=dfd)
+            while True:
+                b = os.read(fd, 65536)
+                if not b:
+                    break
+                total += len(b)
+            os.close(fd)
+        os.close(dfd)
+        t = time.perf_counter() - t0
+        if total != n * 4096:
+            raise RuntimeError("readback on %s read %d bytes, not %d" %
+                               (cfg.name, total, n * 4096))
+        return self.files_result(n, t, total)
+
+    def job_delete(self, cfg):
+        d = os.path.join(cfg.mnt, META_DIR)
+        n = self.args.files
+        t0 = time.perf_counter()
+        dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+        for i in range(n):
+            os.unlink("f%06d" % i, dir_fd=dfd)
+        os.close(dfd)
+        os.rmdir(d)
+        t = time.perf_counter() - t0
+        return self.files_result(n, t, 0)
+
+    def job_untar(self, cfg):
+        d = os.path.join(cfg.mnt, TAR_DIR)
+        t0 = time.perf_counter()
+        os.mkdir(d)
+        subprocess.run(["tar", "-xf", self.tarball, "-C", d,
+                        "--no-same-owner"], check=True)
+        t = time.perf_counter() - t0
+        return self.files_result(self.args.tar_files, t, self.tar_bytes)
+
+    # --- native preparation between workloads ------------------------
+
+    def prep(self, cfg, job):
+        """Put the backing directory in the state the job expects, using
+        the backing directory directly (never through the mount)."""
+        seq = os.path.join(cfg.back, SEQ_FILE)
+        if job == "seq_write":
+            if os.path.exists(seq):
+                os.unlink(seq)
+        elif job in ("seq_read", "rand_read_qd1", "rand_read_4j",
+                     "rand_write"):
+            if not os.path.exists(seq) or os.path.getsize(seq) != self.seq:
+                with open(seq, "wb") as f:
+                    chunk = os.urandom(1 << 20)
+                    for _ in range(self.seq >> 20):
+                        f.write(chunk)
+        elif job == "create":
+            shutil.rmtree(os.path.join(cfg.back, META_DIR),
+                          ignore_errors=True)
+        elif job == "untar":
+            shutil.rmtree(os.path.join(cfg.back, TAR_DIR),
+                          ignore_errors=True)
+
+    COLD = {"seq_read", "rand_read_qd1", "rand_read_4j", "rand_write",
+            "stat", "readback", "delete"}
+
+    def run_job(self, cfg, job, run):
+        self.prep(cfg, job)
+        tag = "%s-%s-%d" % (cfg.name, job, run)
+        cfg.mount(tag)
+        try:
+            if job in self.COLD:
+                drop_caches()
+            server = cfg.server_pids()
+            daemon = [p for p in cfg.daemon_pids() if p not in server]
+            d0 = sum(cpu_ticks(p) for p in daemon)
+            s0 = sum(cpu_ticks(p) for p in server)
+            r = getattr(self, "job_" + job)(cfg)
+            # the server side may have forked since (sshd sessions)
+            server = cfg.server_pids()
+            d1 = sum(cpu_ticks(p) for p in daemon)
+            s1 = sum(cpu_ticks(p) for p in server)
+        except BaseException:
+            cfg.kill_proc()
+            raise
+        r["daemon_cpu_s"] = (d1 - d0) / CLK_TCK
+        r["server_cpu_s"] = (s1 - s0) / CLK_TCK
+        r.update(cfg.umount())
+        if r.get("batches"):
+            r["segs_per_batch"] = r["segments"] / r["batches"]
+        r.update(config=cfg.name, job=job, run=run)
+        return r
+
+    # --- driver ------------------------------------------------------
+
+    def check_logs(self, cfgs):
+        bad = []
+        pat = re.compile(r"error|Sanitizer|SUMMARY:")
+        for c in cfgs:
+            for path in sorted(set(c.logs)):
+                if not os.path.exists(path):
+                    continue
+                with open(path, errors="replace") as f:
+                    for line in f:
+                        if pat.search(line):
+                            bad.append("%s: %s" % (os.path.basename(path),
+                                                   line.rstrip()))
+        return bad
+
+    def main(self):
+        a = self.args
+        os.makedirs(a.out, exist_ok=True)
+        self.logdir = os.path.join(a.out, "logs")
+        os.makedirs(self.logdir, exist_ok=True)
+        self.tmp = tempfile.mkdtemp(prefix="bcf-bench.",
+                                    dir=os.environ.get("TMPDIR", "/tmp"))
+        os.chmod(self.tmp, 0o755)
+        self.tmpfs = os.path.join(self.tmp, "tmpfs")
+        os.mkdir(self.tmpfs)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0755",
+                        "bcf-bench", self.tmpfs], check=True)
+        cfgs = []
+        try:
+            return self.run_all(cfgs)
+        finally:
+            for c in cfgs:
+                if c.proc:
+                    c.kill_proc()
+            subprocess.run(["umount", "-l", self.tmpfs])
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def run_all(self, cfgs):
+        a = self.args
+        skipped = {}
+        for name in a.configs:
+            c = CONFIG_CLASSES[name](self, name)
+            miss = c.missing()
+            if name.startswith("bcfs") and not (os.access(self.fs, os.X_OK)
+                                                and os.access(self.agent,
+                                                              os.X_OK)):
+                miss.append("bluecachefs and bluecache-agent (build first)")
+            if miss:
+                skipped[name] = "missing: " + ", ".join(miss)
+                log("leaving out %s (%s)" % (name, skipped[name]))
+                continue
+            cfgs.append(c)
+        self.tarball = os.path.join(self.tmpfs, "tree.tar")
+        self.tar_bytes = gen_tree_tar(self.tarball, a.tar_files, 20240601)
+        meta = {
+            "date": datetime.datetime.now().isoformat(timespec="seconds"),
+            "command": " ".join(sys.argv),
+            "host": os.uname().nodename, "kernel": os.uname().release,
+            "cpus": os.cpu_count(),
+            "loadavg_start": open("/proc/loadavg").read().split()[:3],
+            "seq_size": self.seq, "runs": a.runs, "files": a.files,
+            "tar_files": a.tar_files, "tar_bytes": self.tar_bytes,
+            "runtime": a.runtime, "bcfs_opts": self.bcfs_opts,
+            "configs": [c.name for c in cfgs], "skipped": skipped,
+            "jobs": a.jobs,
+        }
+        results = []
+        t_start = time.monotonic()
+        for run in range(a.runs):
+            for c in cfgs:
+                c.setup()
+                try:
+                    for job in a.jobs:
+                        t0 = time.monotonic()
+                        try:
+                            r = self.run_job(c, job, run)
+                        except (RuntimeError, OSError,
+                                subprocess.CalledProcessError) as e:
+                            log("%s %s run %d failed: %s" %
+                                (c.name, job, run, e))
+                            results.append({"config": c.name, "job": job,
+                                            "run": run, "failed": str(e)})
+                            continue
+                        results.append(r)
+                        log("run %d %-14s %-13s %12.1f %-7s (%.1f s)" %
+                            (run, c.name, job, r["value"], r["unit"],
+                             time.monotonic() - t0))
+                finally:
+                    c.teardown()
+                # free the tmpfs for the next configuration
+                shutil.rmtree(c.back, ignore_errors=True)
+        meta["wall_seconds"] = round(time.monotonic() - t_start, 1)
+        meta["loadavg_end"] = open("/proc/loadavg").read().split()[:3]
+        meta["log_lines"] = self.check_logs(cfgs)
+        if a.rdma_results and os.path.exists(a.rdma_results):
+            with open(a.rdma_results) as f:
+                meta["rdma"] = json.load(f)
+        out = os.path.join(a.out, "results.json")
+        with open(out, "w") as f:
+            json.dump({"meta": meta, "results": results}, f, indent=1)
+        log("wrote %s (%.0f s)" % (out, meta["wall_seconds"]))
+        return 0
+
+
+def main():
+    env = os.environ.get
+    quick = env("BENCH_QUICK", "") not in ("", "0")
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--builddir", default=env("top_builddir", "."))
+    p.add_argument("--out", default=None)
+    p.add_argument("--seq-size", default=env("BENCH_SEQ_SIZE",
+                                             "256M" if quick else "1G"))
+    p.add_argument("--runs", type=int, default=int(env(
+        "BENCH_RUNS", "1" if quick else "3")))
+    p.add_argument("--files", type=int, default=int(env(
+        "BENCH_FILES", "500" if quick else "5000")))
+    p.add_argument("--tar-files", type=int, default=int(env(
+        "BENCH_TAR_FILES", "200" if quick else "2000")))
+    p.add_argument("--runtime", type=float, default=float(env(
+        "BENCH_RUNTIME", "1" if quick else "4")))
+    p.add_argument("--configs", default=env("BENCH_CONFIGS",
+                                            ",".join(ALL_CONFIGS)))
+    p.add_argument("--jobs", default=env("BENCH_JOBS", ",".join(JOBS)))
+    p.add_argument("--disk-dir", default=env("BENCH_DISK_DIR", "/var/tmp"))
+    p.add_argument("--bcfs-opts", default=env("BENCH_BCFS_OPTS", ""))
+    p.add_argument("--rdma-results", default=env("BENCH_RDMA_RESULTS", ""))
+    a = p.parse_args()
+    a.configs = [c for c in a.configs.split(",") if c]
+    a.jobs = [j for j in a.jobs.split(",") if j]
+    for c in a.configs:
+        if c not in CONFIG_CLASSES:
+            p.error("unknown configuration '%s'" % c)
+    for j in a.jobs:
+        if j not in JOBS:
+            p.error("unknown workload '%s'" % j)
+    if a.out is None:
+        a.out = os.path.join(a.builddir, "bench-results",
+                             datetime.datetime.now().strftime(
+                                 "%Y%m%d-%H%M%S"))
+    a.builddir = os.path.abspath(a.builddir)
+    a.out = os.path.abspath(a.out)
+    if os.geteuid() != 0:
+        log("needs root (tmpfs mounts, drop_caches)")
+        return 77
+    if not os.path.exists("/dev/fuse") or not shutil.which("fusermount3"):
+        log("needs /dev/fuse and fusermount3")
+        return 77
+    if not shutil.which("fio"):
+        log("needs fio (contrib/install-deps.sh --bench)")
+        return 77
+    print(a.out)
+    return Bench(a).main()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
