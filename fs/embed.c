@@ -12,12 +12,14 @@
  * so that it follows the daemon to syslog once detached and never holds
  * the caller's terminal or pipe open.
  *
- * The agent binary is $BLUECACHE_AGENT, else SBINDIR/bluecache-agent.
+ * The agent binary is $BLUECACHE_AGENT; else, for a daemon run from its
+ * build tree, the agent built beside it; else SBINDIR/bluecache-agent.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -39,11 +41,30 @@
 #define BCFS_EMBED_STOP_MS	3000
 #define BCFS_EMBED_KILL_MS	1000
 
+/*
+ * Run from a build tree (fs/bluecachefs), the agent built beside it is the
+ * one that matches; an installed daemon uses the installed agent.
+ */
 static const char *bcfs_embed_binary(void)
 {
+	static char built[PATH_MAX];
 	const char *p = getenv("BLUECACHE_AGENT");
+	char *slash;
+	ssize_t n;
 
-	return p && *p ? p : SBINDIR "/bluecache-agent";
+	if (p && *p)
+		return p;
+	n = readlink("/proc/self/exe", built, sizeof(built) - 32);
+	if (n > 0) {
+		built[n] = '\0';
+		slash = strrchr(built, '/');
+		if (slash && slash - built >= 3 && !strncmp(slash - 3, "/fs", 3)) {
+			strcpy(slash, "/../agent/bluecache-agent");
+			if (!access(built, X_OK))
+				return built;
+		}
+	}
+	return SBINDIR "/bluecache-agent";
 }
 
 static int bcfs_embed_mkdir(struct bcfs_embed *e)

@@ -604,11 +604,12 @@ int main(int argc, char *argv[])
 	if (fuse_session_mount(bcfs_g.se, mnt))
 		goto out_signals;
 	bcfs_readahead_prepare(mnt);
+	/* said before the parent returns, so it never trails the prompt */
+	bcfs_info("%s mounted on %s", o->agent, mnt);
 	if (!o->foreground) {
 		bcfs_report(&status_fd, 0);
 		bcfs_detach();
 	}
-	bcfs_info("%s mounted on %s", o->agent, mnt);
 
 	if (o->single) {
 		ret = fuse_session_loop(bcfs_g.se);
