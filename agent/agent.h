@@ -49,6 +49,9 @@ struct agent_config {
 	int log_level;
 	int foreground;
 	int ready_fd;
+	char *rdma_listen;		/* ADDR[:PORT], or NULL */
+	int completion;			/* enum bcp_xsrv_completion */
+	unsigned int poll_usec;		/* adaptive polling window */
 	/* derived */
 	uint8_t *secret;		/* NULL: the empty secret */
 	size_t secret_len;

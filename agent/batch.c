@@ -82,6 +82,14 @@ int agent_batch_slots_init(struct agent_worker *w)
 			  n, strerror(-ret));
 		goto out_free;
 	}
+	/* the rdma transport registers it with each device, once */
+	ret = bcp_xrdma_staging_add(w->staging, w->staging_len);
+	if (ret < 0) {
+		agent_err("cannot record the staging memory for rdma: %s",
+			  strerror(-ret));
+		io_uring_unregister_buffers(&w->ring.ring);
+		goto out_free;
+	}
 	agent_dbg("worker %u: %u slots of %u bytes%s", w->idx, n,
 		  agent_cfg.slot_size, huge ? " in huge pages" : "");
 	return 0;

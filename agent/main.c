@@ -31,9 +31,11 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <syslog.h>
 
 #include "agent.h"
 #include "bcp_auth.h"
+#include "bcp_xfer_srv.h"
 
 #define MAIN_PENDING_MAX	256
 #define MAIN_FIRST_MAX		128	/* HELLO and DATA_ATTACH fit */
@@ -44,7 +46,13 @@ struct agent_config agent_cfg = {
 	.log_level = AGENT_LOG_INFO,
 	.ready_fd = -1,
 	.root_fd = -1,
+	.completion = BCP_XSRV_CQ_ADAPTIVE,
+	.poll_usec = 20,
 };
+
+/* The rdma listener's event channel (main_loop polls it), or -1. */
+static int main_rdma_fd = -1;
+static char main_rdma_tag;
 
 struct main_listener {
 	int fd;
@@ -82,6 +90,14 @@ static const char usage_text[] =
 "  -c, --config FILE         read options from an INI file first\n"
 "  -L, --log-level LEVEL     error, warning, info or debug (default info)\n"
 "  -f, --foreground          do not detach\n"
+"      --rdma-listen ADDR[:PORT]\n"
+"                            accept rdma data connections on the RDMA\n"
+"                            device that has ADDR (IPv4, or [IPv6]; default\n"
+"                            port 18517, 0 picks one); announced in HELLO\n"
+"      --completion MODE     rdma completions: poll, event or adaptive\n"
+"                            (default adaptive: poll, then sleep)\n"
+"      --poll-usec N         adaptive: microseconds to poll before sleeping\n"
+"                            (default 20)\n"
 "  -R, --ready-fd FD         write \"ready\\n\" to FD once listening\n"
 "  -h, --help                show this help and exit\n"
 "  -V, --version             show the version and exit\n";
@@ -97,6 +113,9 @@ static const struct option main_opts[] = {
 	{ "log-level", required_argument, NULL, 'L' },
 	{ "foreground", no_argument, NULL, 'f' },
 	{ "ready-fd", required_argument, NULL, 'R' },
+	{ "rdma-listen", required_argument, NULL, 1000 },
+	{ "completion", required_argument, NULL, 1001 },
+	{ "poll-usec", required_argument, NULL, 1002 },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -171,6 +190,33 @@ static int main_set(const char *key, const char *val, int from_file)
 			agent_cfg.foreground = 0;
 		else
 			goto out_bad;
+	} else if (!strcmp(key, "rdma-listen")) {
+		struct sockaddr_storage ss;
+		int ret = bcp_xrdma_addr_parse(val, &ss);
+
+		if (ret == -EOPNOTSUPP) {
+			agent_err("rdma-listen: the rdma transport is not "
+				  "built into this agent (configure "
+				  "--with-rdma)");
+			return -EINVAL;
+		}
+		if (ret < 0)
+			goto out_bad;
+		free(agent_cfg.rdma_listen);
+		agent_cfg.rdma_listen = strdup(val);
+	} else if (!strcmp(key, "completion")) {
+		if (!strcmp(val, "poll"))
+			agent_cfg.completion = BCP_XSRV_CQ_POLL;
+		else if (!strcmp(val, "event"))
+			agent_cfg.completion = BCP_XSRV_CQ_EVENT;
+		else if (!strcmp(val, "adaptive"))
+			agent_cfg.completion = BCP_XSRV_CQ_ADAPTIVE;
+		else
+			goto out_bad;
+	} else if (!strcmp(key, "poll-usec")) {
+		if (main_uint(val, 0, 1000000, 0, &u) < 0)
+			goto out_bad;
+		agent_cfg.poll_usec = u;
 	} else if (!strcmp(key, "ready-fd")) {
 		if (main_uint(val, 0, INT_MAX, 0, &u) < 0)
 			goto out_bad;
@@ -257,6 +303,9 @@ static int main_parse(int argc, char **argv)
 		case 'w': key = "workers"; break;
 		case 'L': key = "log-level"; break;
 		case 'R': key = "ready-fd"; break;
+		case 1000: key = "rdma-listen"; break;
+		case 1001: key = "completion"; break;
+		case 1002: key = "poll-usec"; break;
 		default:
 			fputs("Try 'bluecache-agent --help'.\n", stderr);
 			return -EINVAL;
@@ -328,6 +377,50 @@ static int main_listen(void)
 		nlisteners++;
 		agent_info("listening on %s", s);
 	}
+	return 0;
+}
+
+/* The rdma listener's lines, in the agent's format. */
+static void main_xrdma_log(int level, const char *msg)
+{
+	agent_log(level <= LOG_ERR ? AGENT_LOG_ERROR :
+		  level == LOG_WARNING ? AGENT_LOG_WARNING :
+		  level <= LOG_INFO ? AGENT_LOG_INFO : AGENT_LOG_DEBUG,
+		  "%s", msg);
+}
+
+/* After the workers recorded their staging: listen for rdma.  0/-errno. */
+static int main_rdma_listen(void)
+{
+	struct bcp_xrdma_cfg rc = {
+		.listen = agent_cfg.rdma_listen,
+		.secret = agent_cfg.secret,
+		.secret_len = agent_cfg.secret_len,
+		.completion = (enum bcp_xsrv_completion)agent_cfg.completion,
+		.poll_usec = agent_cfg.poll_usec,
+		.queue_depth = agent_cfg.queue_depth,
+		.log = main_xrdma_log,
+	};
+	static const char *const modes[] = {
+		[BCP_XSRV_CQ_ADAPTIVE] = "adaptive",
+		[BCP_XSRV_CQ_POLL] = "poll",
+		[BCP_XSRV_CQ_EVENT] = "event",
+	};
+	struct sockaddr_in any = { .sin_family = AF_INET };
+	uint8_t a[16];
+	uint16_t port = 0;
+	char err[256];
+	int fd;
+
+	fd = bcp_xrdma_listen(&rc, err, sizeof(err));
+	if (fd < 0) {
+		agent_err("%s", err);
+		return fd;
+	}
+	main_rdma_fd = fd;
+	bcp_xrdma_announce((struct sockaddr *)&any, a, &port);
+	agent_info("listening for rdma on %s (port %u), %s completions",
+		   agent_cfg.rdma_listen, port, modes[agent_cfg.completion]);
 	return 0;
 }
 
@@ -589,6 +682,12 @@ static int main_loop(int sfd)
 
 		epoll_ctl(epfd, EPOLL_CTL_ADD, sfd, &ev);
 	}
+	if (main_rdma_fd >= 0) {
+		struct epoll_event ev = { .events = EPOLLIN,
+					  .data.ptr = &main_rdma_tag };
+
+		epoll_ctl(epfd, EPOLL_CTL_ADD, main_rdma_fd, &ev);
+	}
 	while (!quit) {
 		uint64_t now;
 		int n, j;
@@ -611,6 +710,8 @@ static int main_loop(int sfd)
 				agent_info("%s: shutting down",
 					   strsignal((int)si.ssi_signo));
 				quit = 1;
+			} else if (p == &main_rdma_tag) {
+				bcp_xrdma_listen_event();
 			} else if ((struct main_listener *)p >= listeners &&
 				   (struct main_listener *)p <
 					   listeners + AGENT_LISTEN_MAX) {
@@ -692,6 +793,13 @@ int main(int argc, char **argv)
 	ret = agent_workers_start(agent_cfg.workers);
 	if (ret < 0)
 		goto out_listeners;
+	if (agent_cfg.rdma_listen) {
+		ret = main_rdma_listen();
+		if (ret < 0) {
+			agent_workers_stop(NULL);
+			goto out_listeners;
+		}
+	}
 	agent_info("serving %s with %u worker(s), %u slots of %u bytes each",
 		   agent_cfg.root, agent_cfg.workers, agent_cfg.queue_depth,
 		   agent_cfg.slot_size);
@@ -704,6 +812,7 @@ int main(int argc, char **argv)
 	}
 	memset(&total, 0, sizeof(total));
 	agent_workers_stop(&total);
+	bcp_xrdma_shutdown();
 	{
 		int rfd = openat(agent_cfg.root_fd, ".", O_RDONLY |
 				 O_DIRECTORY | O_CLOEXEC);

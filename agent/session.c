@@ -267,6 +267,44 @@ static int session_soft_err(enum bcp_err why)
 	}
 }
 
+/* Wait for the session's rdma connection; without it, no rdma. */
+static void session_rdma_expect(struct agent_session *s)
+{
+	struct epoll_event ev = { .events = EPOLLIN,
+				  .data.ptr = &s->data_tag };
+	int ret;
+
+	ret = bcp_xsrv_rdma_expect(s->xsrv, s->id, s->nonce_s);
+	if (ret == 0 && epoll_ctl(s->w->epfd, EPOLL_CTL_ADD,
+				  bcp_xsrv_fd(s->xsrv), &ev) < 0)
+		ret = -errno;
+	if (ret < 0) {
+		agent_err("session %s: cannot offer rdma: %s", s->peer,
+			  strerror(-ret));
+		s->features &= ~BCP_FEAT_RDMA;
+		return;
+	}
+	s->data_ev = EPOLLIN;
+}
+
+int agent_session_kick(struct agent_session *s)
+{
+	const char *why = "transfer failed";
+	int ret;
+
+	if (s->peer_gone)
+		return 0;
+	ret = bcp_xsrv_kick(s->xsrv, &why);
+	if (ret < 0) {
+		agent_warn("session %s: data transport: %s (%s); closing the "
+			   "session", s->peer, why, strerror(-ret));
+		s->data_ev = 0;
+		agent_session_close(s, 1);
+		return 1;
+	}
+	return ret;
+}
+
 void agent_session_hello(struct agent_session *s, const struct bcp_msg *m)
 {
 	const struct bcp_hello_req *hq = &m->u.hello_req;
@@ -276,6 +314,10 @@ void agent_session_hello(struct agent_session *s, const struct bcp_msg *m)
 						      BCP_VERSION_MAX;
 	uint64_t offered = BCP_FEAT_TCP_DATA | BCP_FEAT_READDIRPLUS |
 			   BCP_FEAT_COPY_RANGE;
+	struct sockaddr_storage local;
+	socklen_t llen = sizeof(local);
+	uint8_t raddr[16] = { 0 };
+	uint16_t rport = 0;
 	struct bcp_msg rep;
 	uint64_t id;
 
@@ -289,6 +331,10 @@ void agent_session_hello(struct agent_session *s, const struct bcp_msg *m)
 	}
 	if (s->is_unix)
 		offered |= BCP_FEAT_SHM;
+	if ((hq->features & BCP_FEAT_RDMA) &&
+	    !getsockname(s->fd, (struct sockaddr *)&local, &llen) &&
+	    !bcp_xrdma_announce((struct sockaddr *)&local, raddr, &rport))
+		offered |= BCP_FEAT_RDMA;
 	memcpy(s->nonce_c, hq->nonce, BCP_NONCE_LEN);
 	if (bcp_random(s->nonce_s, BCP_NONCE_LEN) < 0 ||
 	    bcp_random(&id, sizeof(id)) < 0) {
@@ -303,7 +349,13 @@ void agent_session_hello(struct agent_session *s, const struct bcp_msg *m)
 	if (s->id == 0)
 		s->id = 0x100 | s->w->idx;
 	s->features = hq->features & offered;
+	if (s->features & BCP_FEAT_RDMA)
+		session_rdma_expect(s);
 	bcp_msg_init_reply(&rep, m, 0);
+	if (s->features & BCP_FEAT_RDMA) {
+		memcpy(rep.u.hello_rep.rdma_addr, raddr, sizeof(raddr));
+		rep.u.hello_rep.rdma_port = rport;
+	}
 	rep.u.hello_rep.version = hi;
 	rep.u.hello_rep.max_segs = BCP_SEGS_MAX;
 	rep.u.hello_rep.features = s->features;

@@ -143,15 +143,28 @@ static void worker_pass(struct agent_worker *w)
 	}
 }
 
+/* Let every session's transport post and poll; 1 = do not sleep. */
+static int worker_kick(struct agent_worker *w)
+{
+	struct agent_session *s;
+	int busy = 0;
+
+	for (s = w->sessions; s; s = s->next)
+		if (agent_session_kick(s) > 0)
+			busy = 1;
+	return busy;
+}
+
 static void *worker_main(void *arg)
 {
 	struct agent_worker *w = arg;
 	struct epoll_event evs[64];
+	int busy = 0;
 
 	while (!w->stopping || w->nsessions) {
 		int n, i;
 
-		n = epoll_wait(w->epfd, evs, 64, 200);
+		n = epoll_wait(w->epfd, evs, 64, busy ? 0 : 200);
 		if (n < 0 && errno != EINTR) {
 			agent_err("worker %u: epoll_wait: %s", w->idx,
 				  strerror(errno));
@@ -183,7 +196,10 @@ static void *worker_main(void *arg)
 		worker_reap(w);
 		agent_batch_schedule(w);
 		io_uring_submit(&w->ring.ring);
+		worker_kick(w);
 		worker_pass(w);
+		/* post what the pass queued; polled completions keep us up */
+		busy = worker_kick(w);
 		io_uring_submit(&w->ring.ring);
 	}
 	return NULL;

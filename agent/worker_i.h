@@ -163,6 +163,8 @@ int agent_session_reply(struct agent_session *s, const struct bcp_msg *m);
 void agent_session_attach(struct agent_worker *w, int fd, const char *peer,
 			  const struct bcp_msg *m);
 void agent_session_update_events(struct agent_session *s);
+/* Post queued transfers, reap polled completions: 1 = keep polling. */
+int agent_session_kick(struct agent_session *s);
 
 /* batch.c */
 int agent_batch_slots_init(struct agent_worker *w);

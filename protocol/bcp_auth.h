@@ -19,6 +19,7 @@
 #define BCP_AUTH_LABEL_CLIENT	"bcp-client"
 #define BCP_AUTH_LABEL_SERVER	"bcp-server"
 #define BCP_AUTH_LABEL_DATA	"bcp-data"
+#define BCP_AUTH_LABEL_RDMA	"bcp-rdma"
 #define BCP_SECRET_MAX		4096
 
 /* Fill buf with len random bytes.  0 or -errno. */

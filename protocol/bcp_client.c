@@ -44,6 +44,11 @@
 #define BCP_CLIENT_TIMEOUT_DEFAULT	10000
 #define BCP_CLIENT_SLOTS_MAX		4096
 #define BCP_CLIENT_FORGET_IDLE_NS	2000000L	/* 2 ms */
+#ifdef HAVE_RDMA
+#define BCP_CLIENT_HAVE_RDMA		1
+#else
+#define BCP_CLIENT_HAVE_RDMA		0
+#endif
 
 /* Process-wide logging (set before any client exists). */
 static bcp_client_log_fn client_log_fn;
@@ -907,6 +912,9 @@ static int client_want(struct bcp_client *c, uint64_t *want, char *err,
 	switch (c->opts.transport) {
 	case BCP_XFER_AUTO:
 		*want |= BCP_FEAT_TCP_DATA | (is_unix ? BCP_FEAT_SHM : 0);
+		/* rdma when both sides have a device */
+		if (!is_unix && bcp_client_rdma_available())
+			*want |= BCP_FEAT_RDMA;
 		return 0;
 	case BCP_XFER_SHM:
 		if (!is_unix) {
@@ -921,9 +929,16 @@ static int client_want(struct bcp_client *c, uint64_t *want, char *err,
 		*want |= BCP_FEAT_TCP_DATA;
 		return 0;
 	case BCP_XFER_RDMA:
-		snprintf(err, errlen,
-			 "transport rdma is not built into this client (use tcp or shm)");
-		return -EOPNOTSUPP;
+		if (!bcp_client_rdma_available()) {
+			snprintf(err, errlen,
+				 "transport rdma: %s (use tcp)",
+				 BCP_CLIENT_HAVE_RDMA ?
+				 "this host has no RDMA device" :
+				 "not built into this client");
+			return -EOPNOTSUPP;
+		}
+		*want |= BCP_FEAT_RDMA;
+		return 0;
 	}
 	snprintf(err, errlen, "unknown transport %d", (int)c->opts.transport);
 	return -EINVAL;
@@ -940,8 +955,18 @@ static int client_choose(struct bcp_client *c, enum bcp_transport *t,
 			*t = BCP_XFER_SHM;
 			return 0;
 		}
+		if (f & BCP_FEAT_RDMA) {
+			*t = BCP_XFER_RDMA;
+			return 0;
+		}
 		if (f & BCP_FEAT_TCP_DATA) {
 			*t = BCP_XFER_TCP;
+			return 0;
+		}
+		break;
+	case BCP_XFER_RDMA:
+		if (f & BCP_FEAT_RDMA) {
+			*t = BCP_XFER_RDMA;
 			return 0;
 		}
 		break;

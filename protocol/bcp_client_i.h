@@ -11,8 +11,10 @@
 #ifndef BCP_CLIENT_I_H
 #define BCP_CLIENT_I_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "bcp_client.h"
 #include "bcp_frame.h"
 
@@ -105,7 +107,9 @@ struct bcp_client {
 	size_t secret_len;
 
 	int ctl;			/* control socket */
-	int data;			/* tcp: the data connection, else -1 */
+	int data;			/* tcp: the data connection; rdma: the
+					 * watcher's wake-up socket; else -1 */
+	struct bcp_crdma *rdma;		/* rdma: queue pair, pool's MR */
 	int memfd;			/* shm: the pool's memfd, else -1 */
 	uint8_t nonce_c[BCP_NONCE_LEN];
 	struct bcp_hello_rep hello;
@@ -186,5 +190,38 @@ int bcp_client_xfer_setup(struct bcp_client *c, enum bcp_transport t,
 			  char *err, size_t errlen);
 int bcp_client_xfer_start(struct bcp_client *c);
 void bcp_client_xfer_teardown(struct bcp_client *c);
+
+#ifdef HAVE_RDMA
+/* bcp_client_rdma.c.  1 when this host has an RDMA device. */
+int bcp_client_rdma_available(void);
+/* Pool, queue pair, rdma_connect, REGISTER_REGION.  0 or -errno + err. */
+int bcp_client_rdma_setup(struct bcp_client *c, char *err, size_t errlen);
+/* The thread that breaks the session when the connection drops. */
+int bcp_client_rdma_start(struct bcp_client *c);
+/* Disconnect, free the verbs objects (not the pool); NULL-safe. */
+void bcp_client_rdma_teardown(struct bcp_client *c);
+#else
+static inline int bcp_client_rdma_available(void)
+{
+	return 0;
+}
+
+static inline int bcp_client_rdma_setup(struct bcp_client *c, char *err,
+					size_t errlen)
+{
+	snprintf(err, errlen,
+		 "transport rdma is not built into this client (use tcp or shm)");
+	return -EOPNOTSUPP;
+}
+
+static inline int bcp_client_rdma_start(struct bcp_client *c)
+{
+	return -EOPNOTSUPP;
+}
+
+static inline void bcp_client_rdma_teardown(struct bcp_client *c)
+{
+}
+#endif /* HAVE_RDMA */
 
 #endif /* BCP_CLIENT_I_H */

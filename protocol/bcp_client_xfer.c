@@ -10,7 +10,8 @@
  *         session by DATA_ATTACH, carries DATA_WRITE (agent -> pool) and
  *         DATA_READ (pool -> agent), answered in order by one thread that
  *         receives straight into the pool and sends straight from it.
- *   rdma  not built yet; it would register the pool as a memory region.
+ *   rdma  the pool is anonymous memory registered as a memory region;
+ *         the agent reads and writes it (bcp_client_rdma.c).
  *
  * The pool memory belongs to the transport (mapped in setup, unmapped in
  * teardown); the allocator in bcp_client_pool.c only hands out pieces.
@@ -196,14 +197,6 @@ out_unmap:
 	return ret;
 }
 
-/* The place for the rdma transport (ibv_reg_mr of the pool, rkey). */
-static int xfer_rdma_setup(struct bcp_client *c, char *err, size_t errlen)
-{
-	snprintf(err, errlen,
-		 "transport rdma is not built into this client (use tcp or shm)");
-	return -EOPNOTSUPP;
-}
-
 int bcp_client_xfer_setup(struct bcp_client *c, enum bcp_transport t,
 			  char *err, size_t errlen)
 {
@@ -215,7 +208,7 @@ int bcp_client_xfer_setup(struct bcp_client *c, enum bcp_transport t,
 	case BCP_XFER_TCP:
 		return xfer_tcp_setup(c, err, errlen);
 	case BCP_XFER_RDMA:
-		return xfer_rdma_setup(c, err, errlen);
+		return bcp_client_rdma_setup(c, err, errlen);
 	default:
 		snprintf(err, errlen, "unknown transport %d", (int)t);
 		return -EINVAL;
@@ -371,6 +364,8 @@ int bcp_client_xfer_start(struct bcp_client *c)
 {
 	int ret;
 
+	if (c->transport == BCP_XFER_RDMA)
+		return bcp_client_rdma_start(c);
 	if (c->transport != BCP_XFER_TCP)
 		return 0;
 	ret = pthread_create(&c->data_thread, NULL, data_main, c);
@@ -382,6 +377,8 @@ int bcp_client_xfer_start(struct bcp_client *c)
 
 void bcp_client_xfer_teardown(struct bcp_client *c)
 {
+	/* before the pool goes: its memory region refers to it */
+	bcp_client_rdma_teardown(c);
 	if (c->data >= 0) {
 		close(c->data);
 		c->data = -1;

@@ -9,6 +9,10 @@
  * operation the next reply belongs to; anything else is a protocol fault
  * that fails the whole connection.  READ replies are received straight into
  * the operation's local buffer.
+ *
+ * rdma: regions carry the host's address and rkey; posts are checked here
+ * against the region and handed to bcp_xfer_rdma.c, which owns the queue
+ * pair (see bcp_xfer_rdma_i.h).
  */
 #include "config.h"
 
@@ -25,12 +29,15 @@
 
 #include "bcp_codec.h"
 #include "bcp_xfer_srv.h"
+#include "bcp_xfer_rdma_i.h"
 
 struct xsrv_region {
 	uint32_t id;
 	uint32_t kind;		/* 0 = unused */
 	uint64_t len;
 	void *map;		/* shm */
+	uint64_t addr;		/* rdma: the host's address and key */
+	uint32_t rkey;
 	unsigned int busy;	/* posted operations */
 };
 
@@ -39,6 +46,7 @@ struct bcp_xsrv {
 	void *ctx;
 	struct xsrv_region regions[BCP_REGIONS_MAX];
 	int data_fd;
+	struct xrdma_conn *rdma;	/* rdma: the session's queue pair */
 	uint64_t next_req_id;
 	/* send queue and reply queue (FIFO, tail pointers for append) */
 	struct bcp_xsrv_op *sq_head, *sq_tail;
@@ -75,8 +83,8 @@ static struct xsrv_region *xsrv_region_find(const struct bcp_xsrv *x,
 	return NULL;
 }
 
-static void xsrv_complete(struct bcp_xsrv *x, struct bcp_xsrv_op *op,
-			  int status)
+void bcp_xsrv_complete_i(struct bcp_xsrv *x, struct bcp_xsrv_op *op,
+			 int status)
 {
 	struct xsrv_region *r = xsrv_region_find(x, op->region_id);
 
@@ -97,14 +105,16 @@ void bcp_xsrv_fail(struct bcp_xsrv *x, int err)
 	}
 	while ((op = x->rq_head)) {
 		x->rq_head = op->next;
-		xsrv_complete(x, op, err);
+		bcp_xsrv_complete_i(x, op, err);
 	}
 	x->rq_tail = NULL;
 	while ((op = x->sq_head)) {
 		x->sq_head = op->next;
-		xsrv_complete(x, op, err);
+		bcp_xsrv_complete_i(x, op, err);
 	}
 	x->sq_tail = NULL;
+	if (x->rdma)
+		xrdma_fail(x->rdma, err);
 }
 
 void bcp_xsrv_destroy(struct bcp_xsrv *x)
@@ -114,6 +124,7 @@ void bcp_xsrv_destroy(struct bcp_xsrv *x)
 	if (!x)
 		return;
 	bcp_xsrv_fail(x, -ECONNABORTED);
+	xrdma_conn_destroy(x->rdma);
 	for (i = 0; i < BCP_REGIONS_MAX; i++)
 		if (x->regions[i].kind && x->regions[i].map)
 			munmap(x->regions[i].map, x->regions[i].len);
@@ -180,6 +191,20 @@ int bcp_xsrv_region_register(struct bcp_xsrv *x, uint32_t id, uint32_t kind,
 			return -ENOTCONN;
 		r->map = NULL;
 		break;
+	case BCP_REGION_RDMA:
+		if (fd >= 0)
+			return -EINVAL;
+		if (!x->rdma)
+			return -EOPNOTSUPP;
+		ret = xrdma_conn_ready(x->rdma);
+		if (ret < 0)
+			return ret;
+		if (addr + len < addr)
+			return -EINVAL;
+		r->map = NULL;
+		r->addr = addr;
+		r->rkey = rkey;
+		break;
 	default:
 		return -EOPNOTSUPP;
 	}
@@ -227,11 +252,15 @@ int bcp_xsrv_data_attach(struct bcp_xsrv *x, int fd)
 
 int bcp_xsrv_fd(const struct bcp_xsrv *x)
 {
+	if (x->rdma)
+		return xrdma_fd(x->rdma);
 	return x->data_fd;
 }
 
 uint32_t bcp_xsrv_events(const struct bcp_xsrv *x)
 {
+	if (x->rdma)
+		return EPOLLIN;
 	if (x->data_fd < 0)
 		return 0;
 	return EPOLLIN | (x->sq_head ? EPOLLOUT : 0);
@@ -284,7 +313,19 @@ int bcp_xsrv_post(struct bcp_xsrv *x, struct bcp_xsrv_op *op)
 			memcpy(op->local, p, op->len);
 		x->pending++;
 		r->busy++;
-		xsrv_complete(x, op, (int)op->len);
+		bcp_xsrv_complete_i(x, op, (int)op->len);
+		return 0;
+	}
+	if (r->kind == BCP_REGION_RDMA) {
+		int ret;
+
+		op->raddr = r->addr + op->region_off;
+		op->rkey = r->rkey;
+		ret = xrdma_post(x->rdma, op);
+		if (ret < 0)
+			return ret;
+		x->pending++;
+		r->busy++;
 		return 0;
 	}
 	if (x->data_fd < 0)
@@ -409,7 +450,7 @@ static int xsrv_tcp_recv(struct bcp_xsrv *x, const char **why)
 			x->rq_tail = NULL;
 		x->rgot = 0;
 		x->rin_payload = 0;
-		xsrv_complete(x, op, x->cur.status < 0 ? x->cur.status :
+		bcp_xsrv_complete_i(x, op, x->cur.status < 0 ? x->cur.status :
 				     (int)op->len);
 		if (x->data_fd < 0)
 			return -ECONNABORTED;
@@ -421,6 +462,12 @@ int bcp_xsrv_progress(struct bcp_xsrv *x, uint32_t revents, const char **why)
 	int ret = 0;
 
 	*why = "data connection failed";
+	if (x->rdma) {
+		ret = xrdma_progress(x->rdma, why);
+		if (ret < 0)
+			bcp_xsrv_fail(x, ret);
+		return ret;
+	}
 	if (x->data_fd < 0)
 		return 0;
 	if (revents & (EPOLLIN | EPOLLERR | EPOLLHUP))
@@ -431,3 +478,28 @@ int bcp_xsrv_progress(struct bcp_xsrv *x, uint32_t revents, const char **why)
 		bcp_xsrv_fail(x, ret);
 	return ret;
 }
+
+int bcp_xsrv_kick(struct bcp_xsrv *x, const char **why)
+{
+	int ret;
+
+	if (!x->rdma)
+		return 0;
+	ret = xrdma_kick(x->rdma, why);
+	if (ret < 0)
+		bcp_xsrv_fail(x, ret);
+	return ret;
+}
+
+#ifdef HAVE_RDMA
+int bcp_xsrv_rdma_expect(struct bcp_xsrv *x, uint64_t session,
+			 const uint8_t nonce_s[BCP_NONCE_LEN])
+{
+	int ret = 0;
+
+	if (x->rdma || x->data_fd >= 0)
+		return -EBUSY;
+	x->rdma = xrdma_conn_create(x, session, nonce_s, &ret);
+	return x->rdma ? 0 : ret;
+}
+#endif

@@ -17,16 +17,22 @@
  *        DATA_WRITE / DATA_READ and the host answers them in order.  Posts
  *        are queued; bcp_xsrv_progress() moves them when the event loop
  *        sees the data socket ready, and completes them as replies arrive.
- *   rdma (later) posts RDMA WRITE / READ work requests and completes them
- *        from the completion queue, with the same calls.
+ *   rdma (bcp_xfer_rdma.c) the host connects a queue pair with librdmacm
+ *        and registers its pool as a memory region (addr + rkey); posts
+ *        become RDMA WRITE / READ work requests from the agent's staging
+ *        memory, chained and sent by bcp_xsrv_kick(), and complete from
+ *        the completion queue (polled, or its channel in the event loop).
  *
  * Threads: one struct bcp_xsrv belongs to one event loop; no locking.
  */
 #ifndef BCP_XFER_SRV_H
 #define BCP_XFER_SRV_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <sys/socket.h>
 #include "bcp_wire.h"
 
 struct bcp_xsrv;
@@ -45,6 +51,8 @@ struct bcp_xsrv_op {
 	uint32_t len;
 	/* private to the transport */
 	struct bcp_xsrv_op *next;
+	uint64_t raddr;		/* rdma: remote address */
+	uint32_t rkey;		/* rdma: remote key */
 	uint64_t req_id;
 	uint32_t sent;		/* bytes of hdr + body + payload sent */
 	uint8_t hbuf[BCP_HDR_SIZE + 16];
@@ -107,5 +115,120 @@ void bcp_xsrv_fail(struct bcp_xsrv *x, int err);
 
 /* Transfers posted and not yet completed. */
 unsigned int bcp_xsrv_pending(const struct bcp_xsrv *x);
+
+/*
+ * Once or twice per event-loop pass: hand what bcp_xsrv_post() queued to
+ * the device (rdma chains the work requests and signals only the last)
+ * and, while the completion mode polls, reap completions.  Returns 1 when
+ * the loop should come back without sleeping (work queued, completions
+ * reaped or a polling window open), 0 when it may sleep, or -errno as
+ * bcp_xsrv_progress() when the connection failed.  shm and tcp: 0.
+ */
+int bcp_xsrv_kick(struct bcp_xsrv *x, const char **why);
+
+/* Log sink of the rdma listener: level is a syslog LOG_* value. */
+typedef void (*bcp_xsrv_log_fn)(int level, const char *msg);
+
+enum bcp_xsrv_completion {
+	BCP_XSRV_CQ_ADAPTIVE = 0,	/* poll for poll_usec, then sleep */
+	BCP_XSRV_CQ_POLL,		/* poll while transfers are posted */
+	BCP_XSRV_CQ_EVENT,		/* always sleep on the channel */
+};
+
+struct bcp_xrdma_cfg {
+	const char *listen;		/* ADDR[:PORT], IPv4 or [IPv6] */
+	const void *secret;		/* the session secret (may be empty) */
+	size_t secret_len;
+	enum bcp_xsrv_completion completion;
+	unsigned int poll_usec;		/* adaptive: the polling window */
+	unsigned int queue_depth;	/* transfers a session may post */
+	bcp_xsrv_log_fn log;
+};
+
+#ifdef HAVE_RDMA
+/*
+ * The rdma transport's process-wide half (bcp_xfer_rdma.c).  Lock: one
+ * mutex inside guards the device table, the staging areas and the table
+ * of sessions expecting a connection; the main thread (listener) and the
+ * workers (sessions) meet only there.
+ */
+
+/*
+ * Record a staging area (a worker's slots).  Registered as a memory region
+ * once with every device the agent opens, at start-up or on a device's
+ * first connection - never per transfer.  0 or -errno.
+ */
+int bcp_xrdma_staging_add(void *base, size_t len);
+
+/* Parse "ADDR[:PORT]" as --rdma-listen takes it.  0 or -EINVAL. */
+int bcp_xrdma_addr_parse(const char *s, struct sockaddr_storage *ss);
+
+/*
+ * Listen for rdma connections (after the staging areas are recorded).
+ * Returns the listener's event channel fd for the caller's poller, or
+ * -errno with err set.  One listener per process.
+ */
+int bcp_xrdma_listen(const struct bcp_xrdma_cfg *cfg, char *err,
+		     size_t errlen);
+/* The listener's fd became readable: accept or refuse connections. */
+void bcp_xrdma_listen_event(void);
+/*
+ * The address and port to announce in HELLO (16 bytes, IPv6 or v4-mapped).
+ * local is the control connection's local address, used when the listener
+ * is bound to a wildcard.  0, or -ENODEV when there is nothing to offer.
+ */
+int bcp_xrdma_announce(const struct sockaddr *local, uint8_t addr[16],
+		       uint16_t *port);
+/* Close the listener, deregister the staging areas, close the devices. */
+void bcp_xrdma_shutdown(void);
+
+/*
+ * This session announced rdma: accept one connection whose private data
+ * proves the secret for (session, nonce) and bind it to x.  Afterwards
+ * bcp_xsrv_fd() is the fd to poll for EPOLLIN.  0 or -errno.
+ */
+int bcp_xsrv_rdma_expect(struct bcp_xsrv *x, uint64_t session,
+			 const uint8_t nonce_s[BCP_NONCE_LEN]);
+#else
+static inline int bcp_xrdma_staging_add(void *base, size_t len)
+{
+	return 0;
+}
+
+static inline int bcp_xrdma_addr_parse(const char *s,
+				       struct sockaddr_storage *ss)
+{
+	return -EOPNOTSUPP;
+}
+
+static inline int bcp_xrdma_listen(const struct bcp_xrdma_cfg *cfg,
+				   char *err, size_t errlen)
+{
+	if (errlen)
+		snprintf(err, errlen,
+			 "the rdma transport is not built into this agent");
+	return -EOPNOTSUPP;
+}
+
+static inline void bcp_xrdma_listen_event(void)
+{
+}
+
+static inline int bcp_xrdma_announce(const struct sockaddr *local,
+				     uint8_t addr[16], uint16_t *port)
+{
+	return -ENODEV;
+}
+
+static inline void bcp_xrdma_shutdown(void)
+{
+}
+
+static inline int bcp_xsrv_rdma_expect(struct bcp_xsrv *x, uint64_t session,
+				       const uint8_t nonce_s[BCP_NONCE_LEN])
+{
+	return -EOPNOTSUPP;
+}
+#endif /* HAVE_RDMA */
 
 #endif /* BCP_XFER_SRV_H */
