@@ -114,7 +114,7 @@ static void bcfs_usage(FILE *f, const char *prog)
 "    -s                     single-threaded\n"
 "\n"
 "bluecachefs options:\n"
-"    -o transport=T         data transport: auto, shm or tcp (auto)\n"
+"    -o transport=T         data transport: auto, shm, tcp or rdma (auto)\n"
 "    -o secret_file=FILE    the agent's shared secret (mode 0600)\n"
 "    -o attr_timeout=SEC    attribute cache timeout (1.0)\n"
 "    -o entry_timeout=SEC   name cache timeout (1.0)\n"
@@ -346,13 +346,9 @@ static int bcfs_opts_check(struct bcfs_opts *o, struct bcp_client_opts *co)
 	size_t pool;
 
 	if (o->transport && bcp_transport_parse(o->transport, &t)) {
-		bcfs_err("transport=%s: use auto, shm or tcp", o->transport);
+		bcfs_err("transport=%s: use auto, shm, tcp or rdma",
+			 o->transport);
 		return -EINVAL;
-	}
-	if (t == BCP_XFER_RDMA) {
-		bcfs_err("transport=rdma: the rdma transport is not built in "
-			 "this version (use shm or tcp)");
-		return -EOPNOTSUPP;
 	}
 	co->transport = t;
 	if (o->pool_size) {
