@@ -197,17 +197,6 @@ bcf_agent_rdma()
 	bcf_fail "bluecache-agent did not become ready for rdma"
 }
 
-# The -o transport= value that gets rdma: rdma itself once the daemon
-# lists it, else auto (rdma when both sides have a device).
-bcf_rdma_transport()
-{
-	if "$BCF_FS" --help 2>&1 | grep -q 'transport=T.*rdma'; then
-		echo rdma
-	else
-		echo auto
-	fi
-}
-
 # bcf_mount [-o OPTS]: mount $BCF_BACK on $BCF_MNT over $BCF_TRANSPORT.
 # Extra mount options come as one -o argument.
 bcf_mount()
@@ -230,7 +219,7 @@ bcf_mount()
 	rdma)
 		[ -n "$BCF_AGENT_PID" ] || bcf_agent_rdma
 		agent=tcp://$RDMA_IP:$BCF_PORT
-		opts=transport=$(bcf_rdma_transport),secret_file=$BCF_SECRET${opts:+,$opts}
+		opts=transport=rdma,secret_file=$BCF_SECRET${opts:+,$opts}
 		;;
 	esac
 	local nrdma
