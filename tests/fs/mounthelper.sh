@@ -64,7 +64,7 @@ check_mount()
 	bcf_same_sha "$BCF_TMP/$name" "$BCF_BACK/$name"
 	umount "$mnt" || bcf_fail "umount $mnt"
 	bcf_is_mounted "$mnt" && bcf_fail "$mnt is still mounted after umount"
-	bcf_wait_for 10 test -z "$(daemons_of "$mnt")" ||
+	bcf_wait_for 30 test -z "$(daemons_of "$mnt")" ||
 		bcf_fail "bluecachefs still runs after umount"
 }
 
