@@ -10,7 +10,11 @@
  *             in-flight batch whose I/Os it completes with done()).
  *   sender    coalesces queued I/Os into BATCH_PULL / BATCH_PUSH frames
  *             (pulls and pushes apart) and flushes queued FORGETs when the
- *             queue is full or the I/O queue idle.
+ *             queue is full or the I/O queue idle.  An I/O submitted while
+ *             the sender sleeps and nothing is queued goes out from the
+ *             submitting thread instead (client_send_direct): a lone I/O
+ *             has nothing to coalesce with, and waking the sender for it
+ *             would cost two context switches.
  *   data      tcp transport only, in bcp_client_xfer.c.
  *
  * Outstanding requests live in a fixed table of waiter slots, one per
@@ -1316,10 +1320,69 @@ void bcp_client_io_put(struct bcp_client *c, struct bcp_io *io)
 		bcp_pool_put(&c->pool, io);
 }
 
+/*
+ * Send io as a one-segment batch from the calling thread: the sender is
+ * asleep and nothing is queued, so there is nothing to coalesce with, and
+ * waking the sender would cost two context switches per I/O.  Called with
+ * no lock held, and only by the thread that set direct_busy.  Returns 0
+ * when io was handed over (its done() will run once), -EAGAIN when no
+ * waiter slot is free (the caller queues io instead).
+ */
+static int client_send_direct(struct bcp_client *c, struct bcp_io *io)
+{
+	struct bcp_wslot *s;
+	struct bcp_seg seg;
+	struct bcp_msg m;
+	char msg[512];
+	int len, r, err;
+
+	pthread_mutex_lock(&c->wlock);
+	if (c->state != BCP_CLIENT_READY || c->free_slot == BCP_POOL_NONE) {
+		pthread_mutex_unlock(&c->wlock);
+		return -EAGAIN;
+	}
+	s = slot_get_locked(c, NULL, &err);
+	if (!s) {
+		pthread_mutex_unlock(&c->wlock);
+		return -EAGAIN;
+	}
+	s->kind = BCP_WSLOT_BATCH;
+	s->op = io->op;
+	s->head = io;
+	s->count = 1;
+	pthread_mutex_unlock(&c->wlock);
+
+	seg.fh = io->fh;
+	seg.offset = io->offset;
+	seg.length = io->length;
+	seg.region_id = c->region_id;
+	seg.region_off = (uint64_t)((uint8_t *)io->buf -
+				    (uint8_t *)c->pool_base);
+	bcp_msg_init(&m, io->op, s->req_id);
+	m.u.batch_req.count = 1;
+	m.u.batch_req.flags = 0;
+	m.segs = &seg;
+	__atomic_fetch_add(&c->stats.batches, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&c->stats.segments, 1, __ATOMIC_RELAXED);
+
+	/* from here on the receiver may complete io at any time */
+	pthread_mutex_lock(&c->send_lock);
+	len = bcp_encode(c->sbuf, BCP_FRAME_MAX, &m);
+	r = len < 0 ? len : bcp_frame_send(c->ctl, c->sbuf, (size_t)len, -1);
+	pthread_mutex_unlock(&c->send_lock);
+	if (r < 0) {
+		/* fails the slot, and so io, with -ENOTCONN */
+		snprintf(msg, sizeof(msg), "connection to agent at %s lost: %s",
+			 c->addr_str, strerror(-r));
+		bcp_client_break(c, msg);
+	}
+	return 0;
+}
+
 void bcp_client_submit(struct bcp_client *c, struct bcp_io *io)
 {
 	uint8_t *buf = io->buf, *base = c->pool_base;
-	int k, wake;
+	int k, wake, r;
 
 	if (io->op != BCP_OP_BATCH_PULL && io->op != BCP_OP_BATCH_PUSH) {
 		io->done(io, -EINVAL);
@@ -1347,6 +1410,30 @@ void bcp_client_submit(struct bcp_client *c, struct bcp_io *io)
 		pthread_mutex_unlock(&c->qlock);
 		io->done(io, -ENOTCONN);
 		return;
+	}
+	if (c->sender_sleeping && !c->direct_busy && !c->qlen[0] &&
+	    !c->qlen[1]) {
+		c->direct_busy = 1;
+		pthread_mutex_unlock(&c->qlock);
+		r = client_send_direct(c, io);
+		pthread_mutex_lock(&c->qlock);
+		c->direct_busy = 0;
+		if (!r) {
+			/* what others queued meanwhile goes to the sender */
+			wake = c->sender_sleeping &&
+			       (c->qlen[0] || c->qlen[1]);
+			if (wake)
+				c->sender_sleeping = 0;
+			pthread_mutex_unlock(&c->qlock);
+			if (wake)
+				pthread_cond_signal(&c->qcond);
+			return;
+		}
+		if (c->state != BCP_CLIENT_READY) {
+			pthread_mutex_unlock(&c->qlock);
+			io->done(io, -ENOTCONN);
+			return;
+		}
 	}
 	if (c->qtail[k])
 		c->qtail[k]->next = io;

@@ -133,6 +133,7 @@ struct bcp_client {
 	struct bcp_forget_one *forgets;	/* BCP_FORGETS_MAX queued */
 	uint32_t nforgets;
 	int sender_sleeping;
+	int direct_busy;		/* a submitter sends on its own */
 
 	pthread_mutex_t wlock;
 	pthread_cond_t slot_cond;	/* a slot was freed */
