@@ -52,6 +52,8 @@ struct agent_config {
 	char *rdma_listen;		/* ADDR[:PORT], or NULL */
 	int completion;			/* enum bcp_xsrv_completion */
 	unsigned int poll_usec;		/* adaptive polling window */
+	unsigned int inline_max;	/* shm: segments tried inline, bytes */
+	unsigned int spin_usec;		/* worker: poll before sleeping */
 	/* derived */
 	uint8_t *secret;		/* NULL: the empty secret */
 	size_t secret_len;
@@ -88,6 +90,8 @@ struct agent_stats {
 	uint64_t bytes_pushed;		/* host -> object */
 	uint64_t segs;
 	uint64_t seg_failed;
+	uint64_t inline_segs;		/* shm segments moved inline */
+	uint64_t inline_missed;		/* tried inline, left to staging */
 	uint64_t sessions;
 	uint64_t bad_frames;
 	uint64_t auth_failed;

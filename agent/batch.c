@@ -13,6 +13,20 @@
  * the staging memory is allocated once at start-up (huge pages when the
  * system has them) and registered with io_uring as fixed buffers.  A batch
  * is answered only after every chunk of it completed.
+ *
+ * Inline fast path (shm regions): the host's memory is mapped here, so a
+ * segment of up to inline_max bytes is first tried with preadv2/pwritev2
+ * and RWF_NOWAIT straight between the file and the region, on the worker
+ * thread.  Data in the page cache moves at once, with no staging copy and
+ * no io-wq hand-off (io_uring punts buffered reads of files without
+ * IOCB_NOWAIT support, tmpfs among them, to a worker thread, which costs
+ * two context switches and an eventfd wake-up per chunk).  -EAGAIN (the
+ * data is not cached, or the write would block) or any other failure
+ * leaves the segment to the staging path, which gives the authoritative
+ * result; a short transfer leaves the rest of it there (skip[]).  tmpfs
+ * and ramfs take no RWF_NOWAIT (-EOPNOTSUPP) but never wait for a device:
+ * their files are moved inline with plain calls (store.c decides, per
+ * open file).
  */
 #include "config.h"
 
@@ -295,7 +309,10 @@ void agent_batch_schedule(struct agent_worker *w)
 
 			if (b->s->peer_gone)
 				b->cur_seg = b->count;
-			while (b->cur_seg < b->count && b->st[b->cur_seg] < 0) {
+			while (b->cur_seg < b->count &&
+			       (b->st[b->cur_seg] < 0 ||
+				b->skip[b->cur_seg] >=
+				b->segs[b->cur_seg].length)) {
 				b->cur_seg++;
 				b->cur_off = 0;
 			}
@@ -303,6 +320,8 @@ void agent_batch_schedule(struct agent_worker *w)
 				batch_dequeue(w);
 				continue;
 			}
+			if (b->cur_off < b->skip[b->cur_seg])
+				b->cur_off = b->skip[b->cur_seg];
 			sg = &b->segs[b->cur_seg];
 			sl = w->free_slots;
 			w->free_slots = sl->next;
@@ -336,6 +355,47 @@ void agent_batch_schedule(struct agent_worker *w)
 		  agent_cfg.queue_depth);
 }
 
+/*
+ * Try segment i inline (see the top of the file).  Sets st[i] and skip[i]
+ * to what moved; a segment the staging path must finish keeps skip[i] <
+ * its length.
+ */
+static void batch_inline(struct agent_batch *b, uint32_t i)
+{
+	const struct bcp_seg *sg = &b->segs[i];
+	struct agent_worker *w = b->s->w;
+	struct iovec iov;
+	int mode, flags;
+	ssize_t n;
+
+	if (sg->length > agent_cfg.inline_max ||
+	    bcp_xsrv_region_map(b->s->xsrv, sg->region_id, sg->region_off,
+				sg->length, &iov.iov_base) < 0)
+		return;
+	mode = agent_store_file_inline(b->files[i], b->fds[i]);
+	if (mode == AGENT_INLINE_NEVER)
+		return;
+	flags = mode == AGENT_INLINE_NOWAIT ? RWF_NOWAIT : 0;
+	iov.iov_len = sg->length;
+	if (b->op == BCP_OP_BATCH_PULL)
+		n = preadv2(b->fds[i], &iov, 1, (off_t)sg->offset, flags);
+	else
+		n = pwritev2(b->fds[i], &iov, 1, (off_t)sg->offset, flags);
+	if (n < 0) {
+		/* a file that takes no RWF_NOWAIT: stop trying */
+		if (errno == EOPNOTSUPP)
+			agent_store_file_inline_set(b->files[i],
+						    AGENT_INLINE_NEVER);
+		w->stats.inline_missed++;
+		return;
+	}
+	w->stats.inline_segs++;
+	b->st[i] = (int32_t)n;
+	/* a pull that read nothing hit the end of the file: done */
+	b->skip[i] = n == 0 && b->op == BCP_OP_BATCH_PULL ? sg->length :
+		     (uint32_t)n;
+}
+
 int agent_batch_start(struct agent_session *s, const struct bcp_msg *m)
 {
 	struct agent_worker *w = s->w;
@@ -365,6 +425,7 @@ int agent_batch_start(struct agent_session *s, const struct bcp_msg *m)
 		b->files[i] = NULL;
 		b->fds[i] = -1;
 		b->st[i] = 0;
+		b->skip[i] = 0;
 		ret = bcp_xsrv_region_len(s->xsrv, sg->region_id, &rlen);
 		if (ret == 0)
 			ret = bcp_seg_check(sg, rlen, &why);
@@ -377,6 +438,8 @@ int agent_batch_start(struct agent_session *s, const struct bcp_msg *m)
 						   &b->files[i], &b->fds[i]);
 		if (ret < 0)
 			b->st[i] = ret;
+		else if (agent_cfg.inline_max)
+			batch_inline(b, i);
 	}
 	b->queued = 1;
 	if (w->bq_tail)

@@ -48,6 +48,8 @@ struct agent_config agent_cfg = {
 	.root_fd = -1,
 	.completion = BCP_XSRV_CQ_ADAPTIVE,
 	.poll_usec = 20,
+	.inline_max = 1u << 20,
+	.spin_usec = 0,
 };
 
 /* The rdma listener's event channel (main_loop polls it), or -1. */
@@ -98,6 +100,11 @@ static const char usage_text[] =
 "                            (default adaptive: poll, then sleep)\n"
 "      --poll-usec N         adaptive: microseconds to poll before sleeping\n"
 "                            (default 20)\n"
+"      --inline-max BYTES    shm: move cached segments up to BYTES between\n"
+"                            file and host memory on the worker thread\n"
+"                            (default 1M, 0 = always through io_uring)\n"
+"      --spin-usec N         after serving a request, poll N microseconds\n"
+"                            for the next before sleeping (default 0: off)\n"
 "  -R, --ready-fd FD         write \"ready\\n\" to FD once listening\n"
 "  -h, --help                show this help and exit\n"
 "  -V, --version             show the version and exit\n";
@@ -116,6 +123,8 @@ static const struct option main_opts[] = {
 	{ "rdma-listen", required_argument, NULL, 1000 },
 	{ "completion", required_argument, NULL, 1001 },
 	{ "poll-usec", required_argument, NULL, 1002 },
+	{ "inline-max", required_argument, NULL, 1003 },
+	{ "spin-usec", required_argument, NULL, 1004 },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -217,6 +226,14 @@ static int main_set(const char *key, const char *val, int from_file)
 		if (main_uint(val, 0, 1000000, 0, &u) < 0)
 			goto out_bad;
 		agent_cfg.poll_usec = u;
+	} else if (!strcmp(key, "inline-max")) {
+		if (main_uint(val, 0, BCP_SEG_LEN_MAX, 1, &u) < 0)
+			goto out_bad;
+		agent_cfg.inline_max = u;
+	} else if (!strcmp(key, "spin-usec")) {
+		if (main_uint(val, 0, 10000, 0, &u) < 0)
+			goto out_bad;
+		agent_cfg.spin_usec = u;
 	} else if (!strcmp(key, "ready-fd")) {
 		if (main_uint(val, 0, INT_MAX, 0, &u) < 0)
 			goto out_bad;
@@ -306,6 +323,8 @@ static int main_parse(int argc, char **argv)
 		case 1000: key = "rdma-listen"; break;
 		case 1001: key = "completion"; break;
 		case 1002: key = "poll-usec"; break;
+		case 1003: key = "inline-max"; break;
+		case 1004: key = "spin-usec"; break;
 		default:
 			fputs("Try 'bluecache-agent --help'.\n", stderr);
 			return -EINVAL;

@@ -43,6 +43,8 @@ void agent_stats_add(struct agent_stats *to, const struct agent_stats *from)
 	to->bytes_pushed += from->bytes_pushed;
 	to->segs += from->segs;
 	to->seg_failed += from->seg_failed;
+	to->inline_segs += from->inline_segs;
+	to->inline_missed += from->inline_missed;
 	to->sessions += from->sessions;
 	to->bad_frames += from->bad_frames;
 	to->auth_failed += from->auth_failed;
@@ -73,6 +75,10 @@ void agent_stats_print(const struct agent_stats *st)
 		  " failed authentications", st->sessions, st->bytes_pulled,
 		  st->bytes_pushed, st->segs, st->seg_failed, st->bad_frames,
 		  st->auth_failed);
+	if (st->inline_segs || st->inline_missed)
+		agent_log(AGENT_LOG_INFO, "summary: %" PRIu64 " segments "
+			  "moved inline, %" PRIu64 " left to staging",
+			  st->inline_segs, st->inline_missed);
 	for (i = 0; i < BCP_OP_MAX; i++) {
 		const struct agent_op_stats *o = &st->op[i];
 

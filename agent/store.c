@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -49,6 +50,7 @@ struct agent_file {
 	int dir;
 	int closing;			/* RELEASE seen */
 	unsigned int refs;		/* 1 for the fh + in-flight transfers */
+	int io_inline;			/* enum agent_io_inline */
 	uint32_t gen;
 	uint32_t next_free;
 };
@@ -498,6 +500,7 @@ static int store_file_new(struct agent_store *s, int fd, int dir,
 	f->fd = fd;
 	f->dir = dir;
 	f->closing = 0;
+	f->io_inline = AGENT_INLINE_UNKNOWN;
 	f->refs = 1;
 	f->gen++;
 	f->next_free = FILE_NONE;
@@ -831,6 +834,26 @@ int agent_store_file_get(struct agent_store *s, uint64_t fh,
 	*out = f;
 	*fd = f->fd;
 	return 0;
+}
+
+int agent_store_file_inline(struct agent_file *f, int fd)
+{
+	struct statfs sfs;
+
+	if (f->io_inline != AGENT_INLINE_UNKNOWN)
+		return f->io_inline;
+	/* memory-backed filesystems without IOCB_NOWAIT support */
+	if (!fstatfs(fd, &sfs) && (sfs.f_type == TMPFS_MAGIC ||
+				   sfs.f_type == RAMFS_MAGIC))
+		f->io_inline = AGENT_INLINE_MEMORY;
+	else
+		f->io_inline = AGENT_INLINE_NOWAIT;
+	return f->io_inline;
+}
+
+void agent_store_file_inline_set(struct agent_file *f, int mode)
+{
+	f->io_inline = mode;
 }
 
 void agent_store_file_put(struct agent_store *s, struct agent_file *f)

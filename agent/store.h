@@ -96,6 +96,22 @@ int agent_store_file_get(struct agent_store *s, uint64_t fh,
 			 struct agent_file **out, int *fd);
 void agent_store_file_put(struct agent_store *s, struct agent_file *f);
 
+/*
+ * How the batch engine may move an open file's bytes on the worker thread
+ * itself (batch.c): with RWF_NOWAIT (it fails rather than block), with a
+ * plain call (tmpfs and ramfs, which support no RWF_NOWAIT but never wait
+ * for a device), or not at all.  Decided at the first transfer (fd is the
+ * file's descriptor) and then remembered.
+ */
+enum agent_io_inline {
+	AGENT_INLINE_UNKNOWN = 0,
+	AGENT_INLINE_NOWAIT,
+	AGENT_INLINE_MEMORY,
+	AGENT_INLINE_NEVER,
+};
+int agent_store_file_inline(struct agent_file *f, int fd);
+void agent_store_file_inline_set(struct agent_file *f, int mode);
+
 /* Live handles and fhs, for tests of the table and the summary. */
 void agent_store_counts(const struct agent_store *s, uint64_t *handles,
 			uint64_t *files);

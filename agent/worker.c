@@ -155,16 +155,45 @@ static int worker_kick(struct agent_worker *w)
 	return busy;
 }
 
+/*
+ * Wait for events.  After a pass that served something, poll for up to
+ * spin_usec first: at queue depth 1 the next request follows the reply
+ * within microseconds, and catching it awake saves the sleep and the
+ * wake-up.  A poll that finds nothing ends the spinning until the next
+ * event, so an idle worker sleeps and burns no CPU.
+ */
+static int worker_wait(struct agent_worker *w, struct epoll_event *evs,
+		       int max, int busy, int *spin)
+{
+	uint64_t until;
+	int n;
+
+	if (busy)
+		return epoll_wait(w->epfd, evs, max, 0);
+	if (*spin && agent_cfg.spin_usec) {
+		until = agent_now_ns() + agent_cfg.spin_usec * 1000ull;
+		do {
+			n = epoll_wait(w->epfd, evs, max, 0);
+			if (n)
+				return n;
+		} while (agent_now_ns() < until);
+		*spin = 0;
+	}
+	n = epoll_wait(w->epfd, evs, max, 200);
+	*spin = n > 0;
+	return n;
+}
+
 static void *worker_main(void *arg)
 {
 	struct agent_worker *w = arg;
 	struct epoll_event evs[64];
-	int busy = 0;
+	int busy = 0, spin = 0;
 
 	while (!w->stopping || w->nsessions) {
 		int n, i;
 
-		n = epoll_wait(w->epfd, evs, 64, busy ? 0 : 200);
+		n = worker_wait(w, evs, 64, busy, &spin);
 		if (n < 0 && errno != EINTR) {
 			agent_err("worker %u: epoll_wait: %s", w->idx,
 				  strerror(errno));

@@ -62,6 +62,7 @@ struct agent_batch {
 	struct agent_batch *next;	/* queue or session free list */
 	struct bcp_seg segs[BCP_SEGS_MAX];
 	int32_t st[BCP_SEGS_MAX];
+	uint32_t skip[BCP_SEGS_MAX];	/* bytes already moved inline */
 	struct agent_file *files[BCP_SEGS_MAX];
 	int fds[BCP_SEGS_MAX];
 };

@@ -240,6 +240,21 @@ int bcp_xsrv_region_len(const struct bcp_xsrv *x, uint32_t id,
 	return 0;
 }
 
+int bcp_xsrv_region_map(const struct bcp_xsrv *x, uint32_t id, uint64_t off,
+			uint64_t len, void **out)
+{
+	const struct xsrv_region *r = xsrv_region_find(x, id);
+
+	if (!r)
+		return -ENOENT;
+	if (r->kind != BCP_REGION_SHM || !r->map)
+		return -EOPNOTSUPP;
+	if (off > r->len || len > r->len - off)
+		return -EFAULT;
+	*out = (uint8_t *)r->map + off;
+	return 0;
+}
+
 int bcp_xsrv_data_attach(struct bcp_xsrv *x, int fd)
 {
 	if (x->data_fd >= 0)

@@ -88,6 +88,17 @@ int bcp_xsrv_region_unregister(struct bcp_xsrv *x, uint32_t id);
 int bcp_xsrv_region_len(const struct bcp_xsrv *x, uint32_t id,
 			uint64_t *len);
 
+/*
+ * shm: the agent's own mapping of len bytes at off of region id, for
+ * callers that move bytes straight between a file and the host's memory
+ * (no staging copy).  The pointer stays valid until the region is
+ * unregistered, which the same event loop does.  0 with *out set,
+ * -ENOENT (unknown region), -EFAULT (out of its bounds), -EOPNOTSUPP (not
+ * an shm region: post transfers instead).
+ */
+int bcp_xsrv_region_map(const struct bcp_xsrv *x, uint32_t id, uint64_t off,
+			uint64_t len, void **out);
+
 /* tcp: adopt the data connection (non-blocking socket; ownership moves). */
 int bcp_xsrv_data_attach(struct bcp_xsrv *x, int fd);
 /* The data connection, or -1; and the poll events it currently needs. */
