@@ -23,6 +23,7 @@
 #include <string.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "bcp_client.h"
 
@@ -62,7 +63,9 @@ struct bcfs_inode {
 	int64_t open_mtime;	/* mtime and size at the last open or */
 	uint32_t open_mtime_nsec; /* writer's release, for keep_cache */
 	uint64_t open_size;
-	int open_valid;
+	int open_valid;		/* 1 recorded, -1 opened unrecorded, 0 not */
+	uint64_t nocap_until;	/* no security.capability until (ns) */
+	uint32_t xattr_gen;	/* setxattr/removexattr seen */
 };
 
 struct bcfs_itable {
@@ -155,6 +158,31 @@ void bcfs_inode_forget(uint64_t handle, uint64_t n);
 int bcfs_inode_open_check(uint64_t handle, const struct bcp_attr *a);
 /* Forget the open state so that the next open refreshes the cache. */
 void bcfs_inode_open_update(uint64_t handle, const struct bcp_attr *a);
+/*
+ * 1 at the first open of handle, when nothing was recorded: the open needs
+ * no attributes (no page of it can be cached yet, keep_cache stays 0).
+ * Later opens fetch and record them.
+ */
+int bcfs_inode_open_first(uint64_t handle);
+/*
+ * Negative cache of the security.capability xattr (ops_xattr.c): the
+ * kernel asks for it before every write.  1 while the agent's -ENODATA is
+ * younger than attr_timeout; set after such an answer, cleared by this
+ * mount's setxattr and removexattr on the inode (which also bump its
+ * generation, so that an answer in flight across them is not cached).
+ */
+int bcfs_inode_nocap(uint64_t handle, uint32_t *gen);
+/* The agent said -ENODATA to a question asked at generation gen. */
+void bcfs_inode_nocap_known(uint64_t handle, uint32_t gen);
+void bcfs_inode_nocap_forget(uint64_t handle);
+
+static inline uint64_t bcfs_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 /* ops_attr.c: shared helpers for the operation families */
 static inline uint64_t bcfs_handle(fuse_ino_t ino)

@@ -185,7 +185,7 @@ out_forget:
 static int bcfs_iopen_same(const struct bcfs_inode *in,
 			   const struct bcp_attr *a)
 {
-	return in->open_valid && in->open_mtime == a->mtime &&
+	return in->open_valid > 0 && in->open_mtime == a->mtime &&
 	       in->open_mtime_nsec == a->mtime_nsec &&
 	       in->open_size == a->size;
 }
@@ -223,5 +223,68 @@ void bcfs_inode_open_update(uint64_t handle, const struct bcp_attr *a)
 	in = bcfs_ifind(t, handle);
 	if (in)
 		bcfs_iopen_set(in, a);
+	pthread_mutex_unlock(&t->lock);
+}
+
+int bcfs_inode_open_first(uint64_t handle)
+{
+	struct bcfs_itable *t = &bcfs_g.itable;
+	struct bcfs_inode *in;
+	int first = 0;
+
+	pthread_mutex_lock(&t->lock);
+	in = bcfs_ifind(t, handle);
+	if (in && !in->open_valid) {
+		in->open_valid = -1;
+		first = 1;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return first;
+}
+
+int bcfs_inode_nocap(uint64_t handle, uint32_t *gen)
+{
+	struct bcfs_itable *t = &bcfs_g.itable;
+	struct bcfs_inode *in;
+	uint64_t now = bcfs_now_ns();
+	int known = 0;
+
+	*gen = 0;
+	pthread_mutex_lock(&t->lock);
+	in = bcfs_ifind(t, handle);
+	if (in) {
+		known = in->nocap_until > now;
+		*gen = in->xattr_gen;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return known;
+}
+
+void bcfs_inode_nocap_known(uint64_t handle, uint32_t gen)
+{
+	struct bcfs_itable *t = &bcfs_g.itable;
+	struct bcfs_inode *in;
+	uint64_t until;
+
+	until = bcfs_now_ns() + (uint64_t)(bcfs_g.o.attr_timeout * 1e9);
+	pthread_mutex_lock(&t->lock);
+	in = bcfs_ifind(t, handle);
+	/* a setxattr or removexattr since the question: the answer is old */
+	if (in && in->xattr_gen == gen)
+		in->nocap_until = until;
+	pthread_mutex_unlock(&t->lock);
+}
+
+void bcfs_inode_nocap_forget(uint64_t handle)
+{
+	struct bcfs_itable *t = &bcfs_g.itable;
+	struct bcfs_inode *in;
+
+	pthread_mutex_lock(&t->lock);
+	in = bcfs_ifind(t, handle);
+	if (in) {
+		in->nocap_until = 0;
+		in->xattr_gen++;
+	}
 	pthread_mutex_unlock(&t->lock);
 }

@@ -361,7 +361,7 @@ void bcfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fi->fh = fh;
 	if (fi->flags & O_DIRECT) {
 		fi->direct_io = 1;
-	} else {
+	} else if (!bcfs_inode_open_first(handle)) {
 		/* close-to-open: keep the pages only if nothing changed */
 		bcfs_msg(&m, BCP_OP_GETATTR);
 		m.u.node_req.handle = handle;
@@ -415,6 +415,17 @@ void bcfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		goto out_release;
 	}
 	bcfs_inode_open_update(c->entry.handle, &c->entry.attr);
+	/*
+	 * A file O_EXCL created has no file capabilities: its first write
+	 * needn't ask.  (Without O_EXCL the agent may have opened a file
+	 * another client made meanwhile.)
+	 */
+	if ((fi->flags & O_EXCL) && bcfs_g.o.attr_timeout > 0) {
+		uint32_t gen;
+
+		bcfs_inode_nocap(c->entry.handle, &gen);
+		bcfs_inode_nocap_known(c->entry.handle, gen);
+	}
 	if (!fuse_reply_create(req, &e, fi))
 		return;
 	bcfs_inode_forget(c->entry.handle, 1);

@@ -4,6 +4,13 @@
  * removexattr, passed to the agent as they are (its backing files hold
  * the real xattrs).  A size of 0 asks for the size only, as in the
  * system calls.
+ *
+ * The kernel asks for security.capability before every write (to drop
+ * file capabilities), and libfuse 3.14 cannot negotiate
+ * FUSE_HANDLE_KILLPRIV_V2 that would stop it.  The agent's -ENODATA for
+ * it is therefore remembered per inode (inode.c) for attr_timeout seconds,
+ * the time the kernel trusts cached attributes too; this mount's
+ * setxattr and removexattr on the inode forget it at once.
  */
 #include "config.h"
 
@@ -11,6 +18,8 @@
 #include <string.h>
 
 #include "bcfs_i.h"
+
+#define BCFS_XATTR_CAP	"security.capability"
 
 static int bcfs_xattr_name_len(const char *name)
 {
@@ -25,7 +34,7 @@ void bcfs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		      const char *value, size_t size, int flags)
 {
 	struct bcp_msg m, r;
-	int len;
+	int len, ret;
 
 	len = bcfs_xattr_name_len(name);
 	if (len < 0) {
@@ -44,7 +53,11 @@ void bcfs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	m.name = name;
 	m.data = value;
 	m.data_len = size;
-	bcfs_reply_status(req, bcfs_call(&m, &r));
+	/* before and after: a getxattr racing with it must not cache */
+	bcfs_inode_nocap_forget(bcfs_handle(ino));
+	ret = bcfs_call(&m, &r);
+	bcfs_inode_nocap_forget(bcfs_handle(ino));
+	bcfs_reply_status(req, ret);
 }
 
 static void bcfs_xattr_reply(fuse_req_t req, size_t size, int ret,
@@ -69,7 +82,8 @@ void bcfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		      size_t size)
 {
 	struct bcp_msg m, r;
-	int len;
+	uint32_t gen = 0;
+	int len, ret, cap;
 
 	len = bcfs_xattr_name_len(name);
 	if (len < 0) {
@@ -78,12 +92,20 @@ void bcfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	}
 	if (size > BCP_XATTR_VALUE_MAX)
 		size = BCP_XATTR_VALUE_MAX;
+	cap = !strcmp(name, BCFS_XATTR_CAP) && bcfs_g.o.attr_timeout > 0;
+	if (cap && bcfs_inode_nocap(bcfs_handle(ino), &gen)) {
+		fuse_reply_err(req, ENODATA);
+		return;
+	}
 	bcfs_msg(&m, BCP_OP_GETXATTR);
 	m.u.getxattr_req.handle = bcfs_handle(ino);
 	m.u.getxattr_req.size = size;
 	m.u.getxattr_req.name_len = len;
 	m.name = name;
-	bcfs_xattr_reply(req, size, bcfs_call(&m, &r), &r);
+	ret = bcfs_call(&m, &r);
+	if (cap && ret == -ENODATA)
+		bcfs_inode_nocap_known(bcfs_handle(ino), gen);
+	bcfs_xattr_reply(req, size, ret, &r);
 }
 
 void bcfs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
@@ -101,7 +123,7 @@ void bcfs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 void bcfs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	struct bcp_msg m, r;
-	int len;
+	int len, ret;
 
 	len = bcfs_xattr_name_len(name);
 	if (len < 0) {
@@ -112,5 +134,8 @@ void bcfs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	m.u.removexattr_req.handle = bcfs_handle(ino);
 	m.u.removexattr_req.name_len = len;
 	m.name = name;
-	bcfs_reply_status(req, bcfs_call(&m, &r));
+	bcfs_inode_nocap_forget(bcfs_handle(ino));
+	ret = bcfs_call(&m, &r);
+	bcfs_inode_nocap_forget(bcfs_handle(ino));
+	bcfs_reply_status(req, ret);
 }
