@@ -223,10 +223,23 @@ void bcfs_reply_entry(fuse_req_t req, uint64_t parent, const char *name,
 		      const struct bcp_entry *entry);
 void bcfs_fill_entry(const struct bcp_entry *entry,
 		     struct fuse_entry_param *e);
-/* fuse_reply_err of a negative errno (0 is success). */
+/*
+ * The errno an application sees for a status from the client library or
+ * the agent (negative errno, 0 is success).  A lost agent connection is
+ * -ENOTCONN there; to an application ENOTCONN on a FUSE mount means its
+ * daemon died, which is not the case, so it becomes EIO.
+ */
+static inline int bcfs_errno(int status)
+{
+	if (status >= 0)
+		return 0;
+	return status == -ENOTCONN ? EIO : -status;
+}
+
+/* fuse_reply_err of a status, converted by bcfs_errno(). */
 static inline void bcfs_reply_status(fuse_req_t req, int status)
 {
-	fuse_reply_err(req, status < 0 ? -status : 0);
+	fuse_reply_err(req, bcfs_errno(status));
 }
 
 void bcfs_op_getattr(fuse_req_t req, fuse_ino_t ino,

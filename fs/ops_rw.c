@@ -223,7 +223,7 @@ static void bcfs_rw_done(struct bcp_io *io, int32_t result)
 		return;
 	total = bcfs_rw_total(rw, &n);
 	if (total < 0) {
-		fuse_reply_err(rw->req, (int)-total);
+		bcfs_reply_status(rw->req, (int)total);
 	} else if (rw->write) {
 		fuse_reply_write(rw->req, total);
 	} else {
