@@ -292,6 +292,27 @@ bcf_remount()
 	bcf_mount "$@"
 }
 
+# bcf_dump_procs PID...: what each process is doing (for a failure that
+# finds one still running): state, every thread's wait channel and kernel
+# stack, and a backtrace when gdb is there
+bcf_dump_procs()
+{
+	local pid t
+
+	for pid in "$@"; do
+		echo "--- process $pid: $(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null)"
+		grep -E '^(State|PPid)' "/proc/$pid/status" 2>/dev/null
+		for t in /proc/"$pid"/task/*; do
+			echo "thread ${t##*/} $(cat "$t/comm" 2>/dev/null)" \
+				"wchan=$(cat "$t/wchan" 2>/dev/null)"
+			cat "$t/stack" 2>/dev/null | head -8
+		done
+		command -v gdb > /dev/null &&
+			timeout 20 gdb -p "$pid" -batch -ex 'thread apply all bt' \
+				2>/dev/null | grep -E '^(#|Thread)' | head -80
+	done >&2
+}
+
 # bcf_check_logs: print and count unexpected log lines
 bcf_check_logs()
 {

@@ -25,6 +25,13 @@ procs_of()
 	done
 }
 
+# none_of PATTERN: no such process (a function, so that each poll of
+# bcf_wait_for looks again)
+none_of()
+{
+	test -z "$(procs_of "$1")"
+}
+
 nfail=0
 # expect_fail NAME REGEX AGENT [OPTS]: the mount must fail like described
 expect_fail()
@@ -59,7 +66,7 @@ expect_fail()
 		fusermount3 -uz "$mnt"
 		nfail=$((nfail + 1))
 	fi
-	if bcf_wait_for 5 test -z "$(procs_of "$mnt")"; then
+	if bcf_wait_for 5 none_of "$mnt"; then
 		:
 	else
 		echo "FAIL $name: processes left: $(procs_of "$mnt")" >&2
@@ -109,10 +116,10 @@ echo hello > "$BCF_TMP/good/hello" || bcf_fail "write to a fresh mount"
 bcf_eq "read from a fresh mount" hello "$(cat "$BCF_TMP/good/hello")"
 bcf_eq "file in the agent's directory" hello "$(cat "$BCF_BACK/hello")"
 fusermount3 -u "$BCF_TMP/good" || bcf_fail "fusermount3 -u"
-# (30 s: on a loaded machine the agent's shutdown syncfs waits for all of
-# the file system's dirty data, other processes' included)
-bcf_wait_for 30 test -z "$(procs_of "$BCF_TMP/good")" ||
+bcf_wait_for 10 none_of "$BCF_TMP/good" || {
+	bcf_dump_procs $(procs_of "$BCF_TMP/good")
 	bcf_fail "bluecachefs still runs after unmount: $(procs_of "$BCF_TMP/good")"
+}
 bcf_stop_agent || bcf_fail "the agent did not stop"
 # the agent's "wrong secret" warnings are expected; nothing else is
 mv "$BCF_TMP/agent.log" "$BCF_TMP/agent-secret.log"
@@ -135,10 +142,14 @@ timeout 30 "$BCF_FS" "local:$BCF_BACK" "$BCF_TMP/good-local" \
 	{ cat "$BCF_TMP/good.err"; bcf_fail "a good local: mount failed"; }
 bcf_eq "read through local:" hello "$(cat "$BCF_TMP/good-local/hello")"
 fusermount3 -u "$BCF_TMP/good-local" || bcf_fail "fusermount3 -u"
-bcf_wait_for 30 test -z "$(procs_of "$BCF_TMP/good-local")" ||
+bcf_wait_for 10 none_of "$BCF_TMP/good-local" || {
+	bcf_dump_procs $(procs_of "$BCF_TMP/good-local")
 	bcf_fail "processes left after unmount of local:"
-bcf_wait_for 30 test -z "$(procs_of "$BCF_BACK")" ||
+}
+bcf_wait_for 10 none_of "$BCF_BACK" || {
+	bcf_dump_procs $(procs_of "$BCF_BACK")
 	bcf_fail "the embedded agent still runs: $(procs_of "$BCF_BACK")"
+}
 
 [ $nfail -eq 0 ] || bcf_fail "$nfail start-up failure checks failed"
 exit 0

@@ -52,6 +52,12 @@ daemons_of()
 	done
 }
 
+# no_daemon_of MNT: none (a function, so that each poll looks again)
+no_daemon_of()
+{
+	test -z "$(daemons_of "$1")"
+}
+
 # check_mount MNT NAME: the mount works and unmounts cleanly
 check_mount()
 {
@@ -64,8 +70,10 @@ check_mount()
 	bcf_same_sha "$BCF_TMP/$name" "$BCF_BACK/$name"
 	umount "$mnt" || bcf_fail "umount $mnt"
 	bcf_is_mounted "$mnt" && bcf_fail "$mnt is still mounted after umount"
-	bcf_wait_for 30 test -z "$(daemons_of "$mnt")" ||
+	bcf_wait_for 10 no_daemon_of "$mnt" || {
+		bcf_dump_procs $(daemons_of "$mnt")
 		bcf_fail "bluecachefs still runs after umount"
+	}
 }
 
 helper=$(command -v mount.fuse3 || echo /sbin/mount.fuse3)
