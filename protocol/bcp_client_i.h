@@ -174,6 +174,15 @@ void bcp_client_logf(int level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 /*
+ * REGISTER_REGION of the whole pool as a region of kind (shm: pass_fd is
+ * the memfd; rdma: addr and rkey of its memory region).  Returns the
+ * agent's status, or a local -errno; err says why.
+ */
+int bcp_client_register_pool(struct bcp_client *c, uint32_t kind,
+			     int pass_fd, uint64_t addr, uint32_t rkey,
+			     char *err, size_t errlen);
+
+/*
  * A synchronous request/reply on a socket no thread reads yet (handshake,
  * set-up).  Returns 0 with the reply's status in *status (rep decoded into
  * buf), or a local -errno with err set.

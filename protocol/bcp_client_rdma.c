@@ -158,30 +158,6 @@ static int crdma_agent_addr(const struct bcp_hello_rep *h,
 	return 0;
 }
 
-static int crdma_register(struct bcp_client *c, char *err, size_t errlen)
-{
-	struct bcp_msg req, rep;
-	uint8_t buf[256];
-	int32_t status;
-	int ret;
-
-	bcp_msg_init(&req, BCP_OP_REGISTER_REGION, 3);
-	req.u.region_req.region_id = c->region_id;
-	req.u.region_req.kind = BCP_REGION_RDMA;
-	req.u.region_req.length = c->pool_len;
-	req.u.region_req.addr = (uintptr_t)c->pool_base;
-	req.u.region_req.rkey = c->rdma->mr->rkey;
-	ret = bcp_client_rpc_sync(c, c->ctl, &req, -1, &rep, buf, sizeof(buf),
-				  &status, err, errlen);
-	if (ret < 0)
-		return ret;
-	if (status < 0)
-		snprintf(err, errlen,
-			 "agent at %s refused to register the %zu byte rdma buffer pool: %s",
-			 c->addr_str, c->pool_len, strerror(-status));
-	return status;
-}
-
 static int crdma_connect(struct bcp_client *c, char *err, size_t errlen)
 {
 	struct bcp_crdma *r = c->rdma;
@@ -359,7 +335,9 @@ int bcp_client_rdma_setup(struct bcp_client *c, char *err, size_t errlen)
 	ret = crdma_connect(c, err, errlen);
 	if (ret < 0)
 		goto out_teardown;
-	ret = crdma_register(c, err, errlen);
+	ret = bcp_client_register_pool(c, BCP_REGION_RDMA, -1,
+				       (uintptr_t)c->pool_base,
+				       c->rdma->mr->rkey, err, errlen);
 	if (ret < 0)
 		goto out_teardown;
 	return 0;

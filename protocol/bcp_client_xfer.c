@@ -34,9 +34,15 @@
 #define BCP_CLIENT_REGION_ID	1
 #define BCP_DISCARD_LEN		(64u * 1024)
 
-static int xfer_register(struct bcp_client *c, uint32_t kind, int pass_fd,
-			 char *err, size_t errlen)
+int bcp_client_register_pool(struct bcp_client *c, uint32_t kind,
+			     int pass_fd, uint64_t addr, uint32_t rkey,
+			     char *err, size_t errlen)
 {
+	static const char *const kind_name[] = {
+		[BCP_REGION_SHM] = "shm",
+		[BCP_REGION_TCP] = "tcp",
+		[BCP_REGION_RDMA] = "rdma",
+	};
 	struct bcp_msg req, rep;
 	uint8_t buf[256];
 	int32_t status;
@@ -46,6 +52,8 @@ static int xfer_register(struct bcp_client *c, uint32_t kind, int pass_fd,
 	req.u.region_req.region_id = c->region_id;
 	req.u.region_req.kind = kind;
 	req.u.region_req.length = c->pool_len;
+	req.u.region_req.addr = addr;
+	req.u.region_req.rkey = rkey;
 
 	ret = bcp_client_rpc_sync(c, c->ctl, &req, pass_fd, &rep, buf,
 				  sizeof(buf), &status, err, errlen);
@@ -53,8 +61,9 @@ static int xfer_register(struct bcp_client *c, uint32_t kind, int pass_fd,
 		return ret;
 	if (status < 0)
 		snprintf(err, errlen,
-			 "agent at %s refused to register the %zu byte buffer pool: %s",
-			 c->addr_str, c->pool_len, strerror(-status));
+			 "agent at %s refused to register the %zu byte %s buffer pool: %s",
+			 c->addr_str, c->pool_len, kind_name[kind],
+			 strerror(-status));
 	return status;
 }
 
@@ -86,7 +95,8 @@ static int xfer_shm_setup(struct bcp_client *c, char *err, size_t errlen)
 			 strerror(-ret));
 		goto out_close;
 	}
-	ret = xfer_register(c, BCP_REGION_SHM, c->memfd, err, errlen);
+	ret = bcp_client_register_pool(c, BCP_REGION_SHM, c->memfd, 0, 0, err,
+				       errlen);
 	if (ret < 0)
 		goto out_unmap;
 	/* The agent holds its own mapping now; ours stays until teardown. */
@@ -180,7 +190,8 @@ static int xfer_tcp_setup(struct bcp_client *c, char *err, size_t errlen)
 	ret = xfer_tcp_attach(c, err, errlen);
 	if (ret < 0)
 		goto out_free_dbuf;
-	ret = xfer_register(c, BCP_REGION_TCP, -1, err, errlen);
+	ret = bcp_client_register_pool(c, BCP_REGION_TCP, -1, 0, 0, err,
+				       errlen);
 	if (ret < 0)
 		goto out_close_data;
 	return 0;
