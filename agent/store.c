@@ -312,6 +312,19 @@ static int store_dir_node(struct agent_store *s, uint64_t handle,
 	return 0;
 }
 
+/* A checked, NUL-terminated copy of name and the directory it lives in. */
+static int store_dir_entry(struct agent_store *s, uint64_t parent,
+			   const char *name, size_t len, char cname[256],
+			   struct store_node **dir)
+{
+	int ret;
+
+	ret = store_name(name, len, cname);
+	if (ret < 0)
+		return ret;
+	return store_dir_node(s, parent, dir);
+}
+
 static int store_lookup_fd(struct agent_store *s, int dirfd, const char *name,
 			   struct bcp_entry *out)
 {
@@ -331,10 +344,7 @@ int agent_store_lookup(struct agent_store *s, uint64_t parent,
 	char cname[256];
 	int ret;
 
-	ret = store_name(name, len, cname);
-	if (ret < 0)
-		return ret;
-	ret = store_dir_node(s, parent, &p);
+	ret = store_dir_entry(s, parent, name, len, cname, &p);
 	if (ret < 0)
 		return ret;
 	return store_lookup_fd(s, p->fd, cname, out);
@@ -534,10 +544,7 @@ int agent_store_create_file(struct agent_store *s,
 	uint64_t fh;
 	int fd, pfd, ret;
 
-	ret = store_name(name, r->name_len, cname);
-	if (ret < 0)
-		return ret;
-	ret = store_dir_node(s, r->parent, &p);
+	ret = store_dir_entry(s, r->parent, name, r->name_len, cname, &p);
 	if (ret < 0)
 		return ret;
 	fd = store_openat2(s, p->fd, cname,
@@ -608,10 +615,7 @@ int agent_store_mkdir(struct agent_store *s, const struct bcp_mkdir_req *r,
 	char cname[256];
 	int ret;
 
-	ret = store_name(name, r->name_len, cname);
-	if (ret < 0)
-		return ret;
-	ret = store_dir_node(s, r->parent, &p);
+	ret = store_dir_entry(s, r->parent, name, r->name_len, cname, &p);
 	if (ret < 0)
 		return ret;
 	sqe = agent_ring_sqe(s->ring);
@@ -735,10 +739,7 @@ int agent_store_unlink(struct agent_store *s, uint64_t parent,
 	char cname[256];
 	int ret;
 
-	ret = store_name(name, len, cname);
-	if (ret < 0)
-		return ret;
-	ret = store_dir_node(s, parent, &p);
+	ret = store_dir_entry(s, parent, name, len, cname, &p);
 	if (ret < 0)
 		return ret;
 	sqe = agent_ring_sqe(s->ring);
