@@ -44,10 +44,25 @@ static char *bcfs_dbuf(void)
 	return b;
 }
 
+/* Send m, whose reply is an entry for name in parent, and answer req. */
+static void bcfs_call_entry(fuse_req_t req, struct bcp_msg *m,
+			    uint64_t parent, const char *name)
+{
+	struct bcp_msg r;
+	int ret;
+
+	ret = bcfs_call(m, &r);
+	if (ret) {
+		bcfs_reply_status(req, ret);
+		return;
+	}
+	bcfs_reply_entry(req, parent, name, &r.u.entry_rep.entry);
+}
+
 void bcfs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	struct bcp_msg m, r;
-	int len, ret;
+	struct bcp_msg m;
+	int len;
 
 	bcfs_readahead_raise();
 	len = bcfs_name_len(name);
@@ -59,12 +74,7 @@ void bcfs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	m.u.named_req.parent = bcfs_handle(parent);
 	m.u.named_req.name_len = len;
 	m.name = name;
-	ret = bcfs_call(&m, &r);
-	if (ret) {
-		bcfs_reply_status(req, ret);
-		return;
-	}
-	bcfs_reply_entry(req, m.u.named_req.parent, name, &r.u.entry_rep.entry);
+	bcfs_call_entry(req, &m, m.u.named_req.parent, name);
 }
 
 void bcfs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -89,8 +99,8 @@ void bcfs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct bcp_mknod_req *q;
-	struct bcp_msg m, r;
-	int len, ret;
+	struct bcp_msg m;
+	int len;
 
 	len = bcfs_name_len(name);
 	if (len < 0) {
@@ -107,12 +117,7 @@ void bcfs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	q->gid = ctx->gid;
 	q->name_len = len;
 	m.name = name;
-	ret = bcfs_call(&m, &r);
-	if (ret) {
-		bcfs_reply_status(req, ret);
-		return;
-	}
-	bcfs_reply_entry(req, q->parent, name, &r.u.entry_rep.entry);
+	bcfs_call_entry(req, &m, q->parent, name);
 }
 
 void bcfs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
@@ -120,8 +125,8 @@ void bcfs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct bcp_mkdir_req *q;
-	struct bcp_msg m, r;
-	int len, ret;
+	struct bcp_msg m;
+	int len;
 
 	len = bcfs_name_len(name);
 	if (len < 0) {
@@ -137,12 +142,7 @@ void bcfs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	q->gid = ctx->gid;
 	q->name_len = len;
 	m.name = name;
-	ret = bcfs_call(&m, &r);
-	if (ret) {
-		bcfs_reply_status(req, ret);
-		return;
-	}
-	bcfs_reply_entry(req, q->parent, name, &r.u.entry_rep.entry);
+	bcfs_call_entry(req, &m, q->parent, name);
 }
 
 void bcfs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
@@ -150,9 +150,9 @@ void bcfs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct bcp_symlink_req *q;
-	struct bcp_msg m, r;
+	struct bcp_msg m;
 	size_t tlen = strlen(link);
-	int len, ret;
+	int len;
 
 	len = bcfs_name_len(name);
 	if (len < 0 || tlen > BCP_SYMLINK_MAX) {
@@ -168,19 +168,14 @@ void bcfs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 	q->target_len = tlen;
 	m.name = name;
 	m.name2 = link;
-	ret = bcfs_call(&m, &r);
-	if (ret) {
-		bcfs_reply_status(req, ret);
-		return;
-	}
-	bcfs_reply_entry(req, q->parent, name, &r.u.entry_rep.entry);
+	bcfs_call_entry(req, &m, q->parent, name);
 }
 
 void bcfs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 		  const char *newname)
 {
-	struct bcp_msg m, r;
-	int len, ret;
+	struct bcp_msg m;
+	int len;
 
 	len = bcfs_name_len(newname);
 	if (len < 0) {
@@ -192,13 +187,7 @@ void bcfs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	m.u.link_req.newparent = bcfs_handle(newparent);
 	m.u.link_req.name_len = len;
 	m.name = newname;
-	ret = bcfs_call(&m, &r);
-	if (ret) {
-		bcfs_reply_status(req, ret);
-		return;
-	}
-	bcfs_reply_entry(req, m.u.link_req.newparent, newname,
-			 &r.u.entry_rep.entry);
+	bcfs_call_entry(req, &m, m.u.link_req.newparent, newname);
 }
 
 static void bcfs_remove(fuse_req_t req, uint16_t op, fuse_ino_t parent,
