@@ -18,6 +18,7 @@ Configurations (BENCH_CONFIGS, comma-separated, default all available):
   sshfs           sshfs to a private sshd on 127.0.0.1 (key auth)
   bindfs          bindfs --multithreaded over tmpfs
   fuse-overlayfs  fuse-overlayfs, upper (and lower) directory on tmpfs
+  bcfs-rdma       bluecachefs over rdma inside the Soft-RoCE VM (below)
 
 Workloads: seq_write, seq_read (cold) of a BENCH_SEQ_SIZE file in 1 MiB
 blocks; rand_read_qd1, rand_read_4j, rand_write (4 KiB, O_DIRECT,
@@ -30,6 +31,15 @@ before and after) of the FUSE daemon and of its server side (the agent;
 sshd and sftp-server for sshfs), and, from the agent's shutdown summary,
 the segments per BATCH_PULL/BATCH_PUSH request.
 
+bcfs-rdma is not interleaved with the others: after all runs, one boot of
+the qemu VM of tests/rdma (make bench-rdma) measures ib_write_bw,
+ib_read_bw and bluecachefs sequential write and cold read over rdma,
+BENCH_RUNS times, of BENCH_RDMA_MB MiB (256; 64 with BENCH_QUICK), and
+the figures go to results.json as meta.rdma.  The VM is emulated: only its
+ratios mean anything, so they are never set against the host's figures.
+BENCH_RDMA_RESULTS=FILE reads those figures from FILE (the JSON the VM
+writes) instead of booting.
+
 Needs root (tmpfs mounts, drop_caches), /dev/fuse and fio; a configuration
 whose tools are missing is left out with a note in results.json.
 Only the Python standard library is used.
@@ -37,6 +47,7 @@ Only the Python standard library is used.
 
 import argparse
 import datetime
+import glob
 import io
 import json
 import os
@@ -53,7 +64,7 @@ import time
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 ALL_CONFIGS = ["tmpfs", "disk", "bcfs-shm", "bcfs-tcp", "sshfs", "bindfs",
-               "fuse-overlayfs"]
+               "fuse-overlayfs", "bcfs-rdma"]
 JOBS = ["seq_write", "seq_read", "rand_read_qd1", "rand_read_4j",
         "rand_write", "create", "stat", "readback", "delete", "untar"]
 SEQ_FILE = "seq.dat"
@@ -503,10 +514,140 @@ class OverlayConfig(Config):
                  self.mnt], None)
 
 
+class RdmaVmConfig(Config):
+    """bluecachefs over rdma, measured inside the Soft-RoCE VM of
+    tests/rdma by bench-vm.sh (make bench-rdma): booted once per
+    benchmark, after the other configurations, never interleaved with
+    them (the emulated VM takes both cores).  Its figures (medians and
+    every run of the boot) go to meta.rdma."""
+
+    kind = "vm"
+    needs = ["qemu-system-x86_64", "ib_read_bw", "ib_write_bw", "cpio",
+             "ip", "modprobe"]
+
+    def kernel(self):
+        k = os.environ.get("RXE_VM_KERNEL")
+        if k:
+            return k
+        try:
+            ks = os.listdir("/lib/modules")
+        except OSError:
+            return None
+        key = lambda v: [int(x) if x.isdigit() else x
+                         for x in re.split(r"(\d+)", v)]
+        return max(ks, key=key) if ks else None
+
+    def missing(self):
+        if self.b.args.rdma_results:
+            return []
+        m = super().missing()
+        k = self.kernel()
+        if not k or not os.access("/boot/vmlinuz-" + k, os.R_OK):
+            m.append("a kernel image in /boot (linux-image-amd64)")
+        elif subprocess.run(["modprobe", "-S", k, "--show-depends",
+                             "rdma_rxe"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL).returncode:
+            m.append("the rdma_rxe module of kernel " + k)
+        if not os.access("/bin/busybox", os.X_OK):
+            m.append("busybox (busybox-static)")
+        if not any(f.startswith("librxe-rdmav")
+                   for d in glob.glob("/usr/lib/*/libibverbs")
+                   for f in os.listdir(d)):
+            m.append("the rxe verbs provider (ibverbs-providers)")
+        if not self.rdma_built():
+            m.append("an rdma build (configure --with-rdma)")
+        return m
+
+    def rdma_built(self):
+        """As tests/rdma/check-rdma.sh decides: the agent offers
+        --rdma-listen and config.h defines HAVE_RDMA."""
+        try:
+            with open(os.path.join(self.b.args.builddir, "config.h")) as f:
+                if "#define HAVE_RDMA 1" not in f.read():
+                    return False
+            h = subprocess.run([self.b.agent, "--help"], text=True,
+                               stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            return False
+        return "rdma-listen" in h.stdout
+
+    def measure(self):
+        """Boot the VM once; the figures as a dict, or {"failed": why}."""
+        a = self.b.args
+        path = a.rdma_results
+        if path:
+            log("bcfs-rdma: figures from %s (BENCH_RDMA_RESULTS)" % path)
+            try:
+                with open(path) as f:
+                    rd = json.load(f)
+            except (OSError, ValueError) as e:
+                return {"failed": "BENCH_RDMA_RESULTS: %s" % e}
+            rd.setdefault("source", os.path.abspath(path))
+            return rd
+        srcdir = os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__))))
+        out = tempfile.mkdtemp(prefix="rdma-vm.", dir=self.b.tmp)
+        vmlog = os.path.join(self.b.logdir, self.name + ".vm.log")
+        tmo = int(os.environ.get("BCF_RDMA_TIMEOUT", "900"))
+        env = dict(os.environ, top_srcdir=srcdir,
+                   top_builddir=a.builddir, RXE_VM_OUT=out,
+                   BCF_BENCH_MB=str(a.rdma_mb),
+                   BCF_BENCH_RUNS=str(a.runs), BCF_RDMA_TIMEOUT=str(tmo))
+        log("bcfs-rdma: booting the Soft-RoCE VM (%d MiB, %d run(s), up "
+            "to %d s; console in %s)" % (a.rdma_mb, a.runs, tmo, vmlog))
+        t0 = time.monotonic()
+        with open(vmlog, "wb") as lf:
+            # its own process group: qemu dies with it on any exit
+            p = subprocess.Popen(
+                ["sh", os.path.join(srcdir, "tests", "rdma",
+                                    "bench-vm.sh")],
+                env=env, stdout=lf, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, start_new_session=True)
+            try:
+                rc = p.wait(timeout=tmo + 60)
+            except BaseException:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+                raise
+        secs = time.monotonic() - t0
+        res = os.path.join(out, "rdma-results.json")
+        if rc or not os.path.exists(res):
+            return {"failed": "the VM benchmark ended with status %d "
+                    "(see %s)" % (rc, vmlog)}
+        with open(res) as f:
+            rd = json.load(f)
+        if rd.get("on_rdma") is not True:
+            return {"failed": "the mount was not on rdma (see %s)" % vmlog}
+        rd["source"] = "vm"
+        rd["vm_seconds"] = round(secs, 1)
+        log("bcfs-rdma: seq write %s, seq read %s MiB/s; ib_write_bw %s, "
+            "ib_read_bw %s MiB/s (%.0f s)" % (
+                rd.get("bcfs_seq_write_mibps"),
+                rd.get("bcfs_seq_read_mibps"), rd.get("ib_write_bw_mibps"),
+                rd.get("ib_read_bw_mibps"), secs))
+        return rd
+
+
+def rdma_run(bench, vms, meta):
+    """The rdma figures into meta.rdma: from the VM when bcfs-rdma was
+    chosen (vms), or from BENCH_RDMA_RESULTS alone."""
+    if not vms and not bench.args.rdma_results:
+        return
+    cfg = vms[0] if vms else RdmaVmConfig(bench, "bcfs-rdma")
+    rd = cfg.measure()
+    if "failed" in rd:
+        log("bcfs-rdma failed: %s" % rd["failed"])
+    for line in rd.get("log_lines", []):
+        meta["log_lines"].append("bcfs-rdma (VM): %s" % line)
+    meta["rdma"] = rd
+
+
 CONFIG_CLASSES = {
     "tmpfs": TmpfsConfig, "disk": DiskConfig, "bcfs-shm": BcfsShmConfig,
     "bcfs-tcp": BcfsTcpConfig, "sshfs": SshfsConfig,
     "bindfs": BindfsConfig, "fuse-overlayfs": OverlayConfig,
+    "bcfs-rdma": RdmaVmConfig,
 }
 
 
@@ -761,6 +902,9 @@ class Bench:
                 log("leaving out %s (%s)" % (name, skipped[name]))
                 continue
             cfgs.append(c)
+        # bcfs-rdma runs once, after the runs (rdma_run)
+        vms = [c for c in cfgs if c.kind == "vm"]
+        cfgs[:] = [c for c in cfgs if c.kind != "vm"]
         self.tarball = os.path.join(self.tmpfs, "tree.tar")
         self.tar_bytes = gen_tree_tar(self.tarball, a.tar_files, 20240601)
         meta = {
@@ -803,9 +947,7 @@ class Bench:
         meta["wall_seconds"] = round(time.monotonic() - t_start, 1)
         meta["loadavg_end"] = open("/proc/loadavg").read().split()[:3]
         meta["log_lines"] = self.check_logs(cfgs)
-        if a.rdma_results and os.path.exists(a.rdma_results):
-            with open(a.rdma_results) as f:
-                meta["rdma"] = json.load(f)
+        rdma_run(self, vms, meta)
         out = os.path.join(a.out, "results.json")
         with open(out, "w") as f:
             json.dump({"meta": meta, "results": results}, f, indent=1)
@@ -835,6 +977,8 @@ def main():
     p.add_argument("--disk-dir", default=env("BENCH_DISK_DIR", "/var/tmp"))
     p.add_argument("--bcfs-opts", default=env("BENCH_BCFS_OPTS", ""))
     p.add_argument("--rdma-results", default=env("BENCH_RDMA_RESULTS", ""))
+    p.add_argument("--rdma-mb", type=int, default=int(env(
+        "BENCH_RDMA_MB", "64" if quick else "256")))
     a = p.parse_args()
     a.configs = [c for c in a.configs.split(",") if c]
     a.jobs = [j for j in a.jobs.split(",") if j]
