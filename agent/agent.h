@@ -38,6 +38,12 @@ enum agent_log_level {
 	AGENT_LOG_DEBUG,
 };
 
+/* How metadata operations run (--meta-io, store.c). */
+enum agent_meta_io {
+	AGENT_META_SYNC,		/* the system call on the worker */
+	AGENT_META_URING,		/* submitted to the ring, waited for */
+};
+
 struct agent_config {
 	char *root;
 	char *listen[AGENT_LISTEN_MAX];
@@ -54,6 +60,7 @@ struct agent_config {
 	unsigned int poll_usec;		/* adaptive polling window */
 	unsigned int inline_max;	/* shm: segments tried inline, bytes */
 	unsigned int spin_usec;		/* worker: poll before sleeping */
+	int meta_io;			/* enum agent_meta_io */
 	/* derived */
 	uint8_t *secret;		/* NULL: the empty secret */
 	size_t secret_len;

@@ -50,6 +50,7 @@ struct agent_config agent_cfg = {
 	.poll_usec = 20,
 	.inline_max = 1u << 20,
 	.spin_usec = 0,
+	.meta_io = AGENT_META_SYNC,
 };
 
 /* The rdma listener's event channel (main_loop polls it), or -1. */
@@ -105,6 +106,9 @@ static const char usage_text[] =
 "                            (default 1M, 0 = always through io_uring)\n"
 "      --spin-usec N         after serving a request, poll N microseconds\n"
 "                            for the next before sleeping (default 0: off)\n"
+"      --meta-io MODE        metadata operations: sync (system calls on the\n"
+"                            worker thread, the default) or uring (through\n"
+"                            the worker's io_uring)\n"
 "  -R, --ready-fd FD         write \"ready\\n\" to FD once listening\n"
 "  -h, --help                show this help and exit\n"
 "  -V, --version             show the version and exit\n";
@@ -125,6 +129,7 @@ static const struct option main_opts[] = {
 	{ "poll-usec", required_argument, NULL, 1002 },
 	{ "inline-max", required_argument, NULL, 1003 },
 	{ "spin-usec", required_argument, NULL, 1004 },
+	{ "meta-io", required_argument, NULL, 1005 },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -234,6 +239,13 @@ static int main_set(const char *key, const char *val, int from_file)
 		if (main_uint(val, 0, 10000, 0, &u) < 0)
 			goto out_bad;
 		agent_cfg.spin_usec = u;
+	} else if (!strcmp(key, "meta-io")) {
+		if (!strcmp(val, "sync"))
+			agent_cfg.meta_io = AGENT_META_SYNC;
+		else if (!strcmp(val, "uring"))
+			agent_cfg.meta_io = AGENT_META_URING;
+		else
+			goto out_bad;
 	} else if (!strcmp(key, "ready-fd")) {
 		if (main_uint(val, 0, INT_MAX, 0, &u) < 0)
 			goto out_bad;
@@ -325,6 +337,7 @@ static int main_parse(int argc, char **argv)
 		case 1002: key = "poll-usec"; break;
 		case 1003: key = "inline-max"; break;
 		case 1004: key = "spin-usec"; break;
+		case 1005: key = "meta-io"; break;
 		default:
 			fputs("Try 'bluecache-agent --help'.\n", stderr);
 			return -EINVAL;

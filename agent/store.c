@@ -129,13 +129,82 @@ static void store_attr_fill(const struct statx *x, struct bcp_attr *a)
 	a->rdev = makedev(x->stx_rdev_major, x->stx_rdev_minor);
 }
 
+/*
+ * Metadata operations are described once, as io_uring SQEs, and run as
+ * --meta-io says.  "sync" (the default) carries out the SQE's system call
+ * on the worker thread; "uring" submits it and waits for its completion.
+ * The worker waits either way, and io_uring hands statx and every
+ * creating or removing operation to an io-wq thread: two context switches
+ * and an eventfd wake-up per operation more than the call itself
+ * (doc/design.md has the measurement).
+ */
+static struct io_uring_sqe *store_meta_sqe(struct agent_store *s,
+					   struct io_uring_sqe *own)
+{
+	if (agent_cfg.meta_io == AGENT_META_URING)
+		return agent_ring_sqe(s->ring);
+	memset(own, 0, sizeof(*own));
+	return own;
+}
+
+#define U2P(v)	((void *)(uintptr_t)(v))
+
+/* The system call a metadata SQE stands for; returns its result or -errno. */
+static long store_meta_call(const struct io_uring_sqe *q)
+{
+	switch (q->opcode) {
+	case IORING_OP_STATX:
+		return statx(q->fd, U2P(q->addr), (int)q->statx_flags, q->len,
+			     U2P(q->off));
+	case IORING_OP_OPENAT2:
+		return syscall(SYS_openat2, q->fd, U2P(q->addr), U2P(q->off),
+			       (size_t)q->len);
+	case IORING_OP_MKDIRAT:
+		return mkdirat(q->fd, U2P(q->addr), (mode_t)q->len);
+	case IORING_OP_SYMLINKAT:
+		return symlinkat(U2P(q->addr), q->fd, U2P(q->off));
+	case IORING_OP_LINKAT:
+		return linkat(q->fd, U2P(q->addr), (int)q->len, U2P(q->off),
+			      (int)q->hardlink_flags);
+	case IORING_OP_UNLINKAT:
+		return unlinkat(q->fd, U2P(q->addr), (int)q->unlink_flags);
+	case IORING_OP_RENAMEAT:
+		return syscall(SYS_renameat2, q->fd, U2P(q->addr), (int)q->len,
+			       U2P(q->off), q->rename_flags);
+	case IORING_OP_FSYNC:
+		return q->fsync_flags & IORING_FSYNC_DATASYNC ?
+			fdatasync(q->fd) : fsync(q->fd);
+	case IORING_OP_FALLOCATE:
+		return fallocate(q->fd, (int)q->len, (off_t)q->off,
+				 (off_t)q->addr);
+	case IORING_OP_SETXATTR:
+		return setxattr(U2P(q->addr3), U2P(q->addr), U2P(q->off),
+				q->len, (int)q->xattr_flags);
+	case IORING_OP_GETXATTR:
+		return getxattr(U2P(q->addr3), U2P(q->addr), U2P(q->off),
+				q->len);
+	}
+	errno = EOPNOTSUPP;
+	return -1;
+}
+
+static int store_meta_run(struct agent_store *s, struct io_uring_sqe *sqe)
+{
+	long ret;
+
+	if (agent_cfg.meta_io == AGENT_META_URING)
+		return agent_ring_wait(s->ring, sqe);
+	ret = store_meta_call(sqe);
+	return ret < 0 ? -errno : (int)ret;
+}
+
 static int store_statx(struct agent_store *s, int fd, struct statx *x)
 {
-	struct io_uring_sqe *sqe = agent_ring_sqe(s->ring);
+	struct io_uring_sqe own, *sqe = store_meta_sqe(s, &own);
 
 	io_uring_prep_statx(sqe, fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW,
 			    STATX_BASIC_STATS, x);
-	return agent_ring_wait(s->ring, sqe);
+	return store_meta_run(s, sqe);
 }
 
 /* openat2 beneath dirfd through the ring; returns an fd or -errno. */
@@ -147,10 +216,10 @@ static int store_openat2(struct agent_store *s, int dirfd, const char *name,
 		.mode = mode,
 		.resolve = resolve | RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
 	};
-	struct io_uring_sqe *sqe = agent_ring_sqe(s->ring);
+	struct io_uring_sqe own, *sqe = store_meta_sqe(s, &own);
 
 	io_uring_prep_openat2(sqe, dirfd, name, &how);
-	return agent_ring_wait(s->ring, sqe);
+	return store_meta_run(s, sqe);
 }
 
 /*
@@ -610,7 +679,7 @@ static int store_made(struct agent_store *s, struct store_node *p,
 int agent_store_mkdir(struct agent_store *s, const struct bcp_mkdir_req *r,
 		      const char *name, struct bcp_entry *out)
 {
-	struct io_uring_sqe *sqe;
+	struct io_uring_sqe own, *sqe;
 	struct store_node *p;
 	char cname[256];
 	int ret;
@@ -618,10 +687,10 @@ int agent_store_mkdir(struct agent_store *s, const struct bcp_mkdir_req *r,
 	ret = store_dir_entry(s, r->parent, name, r->name_len, cname, &p);
 	if (ret < 0)
 		return ret;
-	sqe = agent_ring_sqe(s->ring);
+	sqe = store_meta_sqe(s, &own);
 	io_uring_prep_mkdirat(sqe, p->fd, cname,
 			      (r->mode & ~r->umask) & 07777);
-	ret = agent_ring_wait(s->ring, sqe);
+	ret = store_meta_run(s, sqe);
 	if (ret < 0)
 		return ret;
 	return store_made(s, p, cname, r->uid, r->gid, out);
@@ -658,7 +727,7 @@ int agent_store_symlink(struct agent_store *s,
 			const struct bcp_symlink_req *r, const char *name,
 			const char *target, struct bcp_entry *out)
 {
-	struct io_uring_sqe *sqe;
+	struct io_uring_sqe own, *sqe;
 	struct store_node *p;
 	char cname[256];
 	char *t;
@@ -677,9 +746,9 @@ int agent_store_symlink(struct agent_store *s,
 	t = strndup(target, r->target_len);
 	if (!t)
 		return -ENOMEM;
-	sqe = agent_ring_sqe(s->ring);
+	sqe = store_meta_sqe(s, &own);
 	io_uring_prep_symlinkat(sqe, t, p->fd, cname);
-	ret = agent_ring_wait(s->ring, sqe);
+	ret = store_meta_run(s, sqe);
 	free(t);
 	if (ret < 0)
 		return ret;
@@ -706,7 +775,7 @@ int agent_store_link(struct agent_store *s, const struct bcp_link_req *r,
 		     const char *name, struct bcp_entry *out)
 {
 	struct store_node *n = store_node_find(s, r->handle);
-	struct io_uring_sqe *sqe;
+	struct io_uring_sqe own, *sqe;
 	struct store_node *p;
 	char cname[256], proc[64];
 	int ret;
@@ -722,10 +791,10 @@ int agent_store_link(struct agent_store *s, const struct bcp_link_req *r,
 	if (ret < 0)
 		return ret;
 	store_procpath(proc, sizeof(proc), n->fd);
-	sqe = agent_ring_sqe(s->ring);
+	sqe = store_meta_sqe(s, &own);
 	io_uring_prep_linkat(sqe, AT_FDCWD, proc, p->fd, cname,
 			     AT_SYMLINK_FOLLOW);
-	ret = agent_ring_wait(s->ring, sqe);
+	ret = store_meta_run(s, sqe);
 	if (ret < 0)
 		return ret;
 	return store_lookup_fd(s, p->fd, cname, out);
@@ -734,7 +803,7 @@ int agent_store_link(struct agent_store *s, const struct bcp_link_req *r,
 int agent_store_unlink(struct agent_store *s, uint64_t parent,
 		       const char *name, size_t len, int rmdir)
 {
-	struct io_uring_sqe *sqe;
+	struct io_uring_sqe own, *sqe;
 	struct store_node *p;
 	char cname[256];
 	int ret;
@@ -742,15 +811,15 @@ int agent_store_unlink(struct agent_store *s, uint64_t parent,
 	ret = store_dir_entry(s, parent, name, len, cname, &p);
 	if (ret < 0)
 		return ret;
-	sqe = agent_ring_sqe(s->ring);
+	sqe = store_meta_sqe(s, &own);
 	io_uring_prep_unlinkat(sqe, p->fd, cname, rmdir ? AT_REMOVEDIR : 0);
-	return agent_ring_wait(s->ring, sqe);
+	return store_meta_run(s, sqe);
 }
 
 int agent_store_rename(struct agent_store *s, const struct bcp_rename_req *r,
 		       const char *name, const char *newname)
 {
-	struct io_uring_sqe *sqe;
+	struct io_uring_sqe own, *sqe;
 	struct store_node *p, *np;
 	char cname[256], cnew[256];
 	int ret;
@@ -770,9 +839,9 @@ int agent_store_rename(struct agent_store *s, const struct bcp_rename_req *r,
 	ret = store_dir_node(s, r->newparent, &np);
 	if (ret < 0)
 		return ret;
-	sqe = agent_ring_sqe(s->ring);
+	sqe = store_meta_sqe(s, &own);
 	io_uring_prep_renameat(sqe, p->fd, cname, np->fd, cnew, r->flags);
-	return agent_ring_wait(s->ring, sqe);
+	return store_meta_run(s, sqe);
 }
 
 int agent_store_open(struct agent_store *s, uint64_t handle, uint32_t flags,
@@ -975,7 +1044,7 @@ int agent_store_fsync(struct agent_store *s, uint64_t handle, uint64_t fh,
 		      int datasync, int dir)
 {
 	struct store_node *n = store_node_find(s, handle);
-	struct io_uring_sqe *sqe;
+	struct io_uring_sqe own, *sqe;
 	struct agent_file *f;
 	char proc[64];
 	int fd, ret;
@@ -995,9 +1064,9 @@ int agent_store_fsync(struct agent_store *s, uint64_t handle, uint64_t fh,
 		if (fd < 0)
 			return -errno;
 	}
-	sqe = agent_ring_sqe(s->ring);
+	sqe = store_meta_sqe(s, &own);
 	io_uring_prep_fsync(sqe, fd, datasync ? IORING_FSYNC_DATASYNC : 0);
-	ret = agent_ring_wait(s->ring, sqe);
+	ret = store_meta_run(s, sqe);
 	if (!fh)
 		close(fd);
 	(void)dir;
@@ -1008,7 +1077,7 @@ int agent_store_fallocate(struct agent_store *s,
 			  const struct bcp_fallocate_req *r)
 {
 	struct agent_file *f = store_file_find(s, r->fh);
-	struct io_uring_sqe *sqe;
+	struct io_uring_sqe own, *sqe;
 
 	if (!f)
 		return -EBADF;
@@ -1017,10 +1086,10 @@ int agent_store_fallocate(struct agent_store *s,
 	if (r->offset > INT64_MAX || r->length > INT64_MAX ||
 	    r->offset + r->length > INT64_MAX)
 		return -EFBIG;
-	sqe = agent_ring_sqe(s->ring);
+	sqe = store_meta_sqe(s, &own);
 	io_uring_prep_fallocate(sqe, f->fd, (int)r->mode, r->offset,
 				r->length);
-	return agent_ring_wait(s->ring, sqe);
+	return store_meta_run(s, sqe);
 }
 
 static int store_xattr_node(struct agent_store *s, uint64_t handle,
@@ -1049,7 +1118,7 @@ int agent_store_setxattr(struct agent_store *s, uint64_t handle,
 			 uint32_t flags, const char *name, size_t nlen,
 			 const void *value, size_t vlen)
 {
-	struct io_uring_sqe *sqe;
+	struct io_uring_sqe own, *sqe;
 	struct store_node *n;
 	char cname[256], proc[64];
 	int ret;
@@ -1061,17 +1130,17 @@ int agent_store_setxattr(struct agent_store *s, uint64_t handle,
 		return -EINVAL;
 	if (n->mode == S_IFLNK)
 		return -EPERM;
-	sqe = agent_ring_sqe(s->ring);
+	sqe = store_meta_sqe(s, &own);
 	io_uring_prep_setxattr(sqe, cname, value, proc, (int)flags,
 			       (unsigned int)vlen);
-	return agent_ring_wait(s->ring, sqe);
+	return store_meta_run(s, sqe);
 }
 
 int agent_store_getxattr(struct agent_store *s, uint64_t handle,
 			 const char *name, size_t nlen, void *buf,
 			 size_t size)
 {
-	struct io_uring_sqe *sqe;
+	struct io_uring_sqe own, *sqe;
 	struct store_node *n;
 	char cname[256], proc[64];
 	int ret;
@@ -1081,10 +1150,10 @@ int agent_store_getxattr(struct agent_store *s, uint64_t handle,
 		return ret;
 	if (n->mode == S_IFLNK)
 		return -ENODATA;
-	sqe = agent_ring_sqe(s->ring);
+	sqe = store_meta_sqe(s, &own);
 	io_uring_prep_getxattr(sqe, cname, size ? buf : NULL, proc,
 			       (unsigned int)size);
-	return agent_ring_wait(s->ring, sqe);
+	return store_meta_run(s, sqe);
 }
 
 int agent_store_listxattr(struct agent_store *s, uint64_t handle, void *buf,

@@ -41,6 +41,9 @@ grep -q -- '--secret-file' "$tmp/out" || fail "refusal does not say how to fix i
 "$agent" --root "$tmp/root" --queue-depth 0 > "$tmp/out" 2>&1
 [ $? -eq 2 ] || fail "queue-depth 0 accepted"
 grep -q "invalid value '0' for queue-depth" "$tmp/out" || fail "bad value not explained"
+"$agent" --root "$tmp/root" --meta-io async > "$tmp/out" 2>&1
+[ $? -eq 2 ] || fail "meta-io async accepted"
+grep -q "invalid value 'async' for meta-io" "$tmp/out" || fail "bad meta-io not explained"
 
 # a configuration file is read, and the command line overrides it
 printf '[agent]\nroot = %s\nlisten = tcp://0.0.0.0:1\nlog-level = debug\n' \

@@ -140,6 +140,10 @@ void t_agent_start(struct t_agent *a)
 	argv[n++] = "2";
 	argv[n++] = "--log-level";
 	argv[n++] = "info";
+	if (getenv("T_AGENT_META_IO")) {
+		argv[n++] = "--meta-io";
+		argv[n++] = getenv("T_AGENT_META_IO");
+	}
 	if (a->secret) {
 		argv[n++] = "--secret-file";
 		argv[n++] = a->secret_path;
