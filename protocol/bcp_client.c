@@ -215,6 +215,7 @@ static void slot_put_locked(struct bcp_client *c, struct bcp_wslot *s)
 	s->kind = BCP_WSLOT_FREE;
 	s->req_id = 0;
 	s->head = NULL;
+	s->call = NULL;
 	s->rep = NULL;
 	s->rbuf = NULL;
 	s->next_free = c->free_slot;
@@ -243,6 +244,7 @@ static void client_fail_all(struct bcp_client *c, enum bcp_client_state to,
 			    const char *why)
 {
 	struct bcp_io *list = NULL, **tail = &list;
+	struct bcp_call *calls = NULL, *call;
 	struct bcp_wslot *s;
 	uint32_t i;
 	int changed, k;
@@ -271,6 +273,10 @@ static void client_fail_all(struct bcp_client *c, enum bcp_client_state to,
 			while (*tail)
 				tail = &(*tail)->next;
 			slot_put_locked(c, s);
+		} else if (s->kind == BCP_WSLOT_ACALL) {
+			s->call->next = calls;
+			calls = s->call;
+			slot_put_locked(c, s);
 		}
 	}
 	pthread_cond_broadcast(&c->slot_cond);
@@ -287,6 +293,10 @@ static void client_fail_all(struct bcp_client *c, enum bcp_client_state to,
 			shutdown(c->data, SHUT_RDWR);
 	}
 	io_list_complete(list, -ENOTCONN);
+	while ((call = calls)) {
+		calls = call->next;
+		call->done(call, -ENOTCONN);
+	}
 }
 
 void bcp_client_break(struct bcp_client *c, const char *why)
@@ -498,7 +508,8 @@ out_mac:
 /* ---- receiver -------------------------------------------------------- */
 
 static int recv_batch(struct bcp_client *c, const struct bcp_hdr *h,
-		      size_t n, uint16_t op, struct bcp_io *head,
+		      const uint8_t *f, size_t n, uint16_t op,
+		      struct bcp_io *head,
 		      uint32_t count, char *msg, size_t msglen)
 {
 	uint64_t bytes = 0;
@@ -516,7 +527,7 @@ static int recv_batch(struct bcp_client *c, const struct bcp_hdr *h,
 		ret = -EPROTO;
 	} else if (h->status < 0) {
 		all = h->status;
-	} else if (bcp_decode(c->rbuf, n, &m, &why) < 0) {
+	} else if (bcp_decode(f, n, &m, &why) < 0) {
 		snprintf(msg, msglen, "bad frame from agent at %s: %s",
 			 c->addr_str, bcp_err_str(why));
 		ret = -EPROTO;
@@ -549,10 +560,40 @@ static int recv_batch(struct bcp_client *c, const struct bcp_hdr *h,
 	return ret;
 }
 
+/* The reply to an asynchronous call, outside every lock. */
+static int recv_call(struct bcp_client *c, const struct bcp_hdr *h,
+		     const uint8_t *f, size_t n, uint16_t op,
+		     struct bcp_call *call, char *msg, size_t msglen)
+{
+	enum bcp_err why;
+	int ret = 0, result;
+
+	if (h->opcode != op) {
+		snprintf(msg, msglen,
+			 "bad frame from agent at %s: %s reply to a %s",
+			 c->addr_str, bcp_op_name(h->opcode), bcp_op_name(op));
+		result = ret = -EPROTO;
+	} else if (n > call->rcap) {
+		result = -EMSGSIZE;
+	} else {
+		memcpy(call->rbuf, f, n);
+		if (bcp_decode(call->rbuf, n, &call->rep, &why) < 0) {
+			snprintf(msg, msglen, "bad frame from agent at %s: %s",
+				 c->addr_str, bcp_err_str(why));
+			result = ret = -EPROTO;
+		} else {
+			result = call->rep.hdr.status;
+		}
+	}
+	call->done(call, result);
+	return ret;
+}
+
 /* One reply.  0, or -EPROTO with msg set when the connection must go. */
 static int recv_dispatch(struct bcp_client *c, const struct bcp_hdr *h,
-			 size_t n, char *msg, size_t msglen)
+			 const uint8_t *f, size_t n, char *msg, size_t msglen)
 {
+	struct bcp_call *call;
 	struct bcp_wslot *s;
 	struct bcp_io *head;
 	enum bcp_err why;
@@ -584,6 +625,7 @@ static int recv_dispatch(struct bcp_client *c, const struct bcp_hdr *h,
 	pthread_mutex_lock(&c->wlock);
 	s = &c->slots[idx];
 	if (s->req_id != h->req_id || (s->kind != BCP_WSLOT_CALL &&
+				       s->kind != BCP_WSLOT_ACALL &&
 				       s->kind != BCP_WSLOT_BATCH)) {
 		/* The call timed out and gave up its slot. */
 		pthread_mutex_unlock(&c->wlock);
@@ -600,7 +642,7 @@ static int recv_dispatch(struct bcp_client *c, const struct bcp_hdr *h,
 		} else if (n > s->rcap) {
 			s->result = -EMSGSIZE;
 		} else {
-			memcpy(s->rbuf, c->rbuf, n);
+			memcpy(s->rbuf, f, n);
 			if (bcp_decode(s->rbuf, n, s->rep, &why) < 0) {
 				s->result = -EPROTO;
 				snprintf(msg, msglen,
@@ -616,25 +658,32 @@ static int recv_dispatch(struct bcp_client *c, const struct bcp_hdr *h,
 		pthread_mutex_unlock(&c->wlock);
 		return ret;
 	}
+	if (s->kind == BCP_WSLOT_ACALL) {
+		call = s->call;
+		op = s->op;
+		slot_put_locked(c, s);
+		pthread_mutex_unlock(&c->wlock);
+		return recv_call(c, h, f, n, op, call, msg, msglen);
+	}
 	op = s->op;
 	head = s->head;
 	count = s->count;
 	slot_put_locked(c, s);
 	pthread_mutex_unlock(&c->wlock);
-	return recv_batch(c, h, n, op, head, count, msg, msglen);
+	return recv_batch(c, h, f, n, op, head, count, msg, msglen);
 }
 
 static void *receiver_main(void *arg)
 {
 	struct bcp_client *c = arg;
 	enum bcp_err why = BCP_E_OK;
+	const uint8_t *f;
 	struct bcp_hdr h;
 	char msg[512];
 	int n;
 
 	for (;;) {
-		n = bcp_frame_recv(c->ctl, c->rbuf, BCP_FRAME_MAX, NULL, -1,
-				   &why);
+		n = bcp_frame_read(&c->rd, c->ctl, &f, &why);
 		if (n == 0 || n == -ECONNRESET) {
 			snprintf(msg, sizeof(msg),
 				 "agent at %s closed the connection",
@@ -653,13 +702,13 @@ static void *receiver_main(void *arg)
 				 c->addr_str, strerror(-n));
 			break;
 		}
-		if (bcp_hdr_check(c->rbuf, BCP_FRAME_MAX, &h, &why) < 0) {
+		if (bcp_hdr_check(f, BCP_FRAME_MAX, &h, &why) < 0) {
 			snprintf(msg, sizeof(msg),
 				 "bad frame from agent at %s: %s",
 				 c->addr_str, bcp_err_str(why));
 			break;
 		}
-		if (recv_dispatch(c, &h, (size_t)n, msg, sizeof(msg)) < 0)
+		if (recv_dispatch(c, &h, f, (size_t)n, msg, sizeof(msg)) < 0)
 			break;
 	}
 	bcp_client_break(c, msg);
@@ -841,7 +890,7 @@ static void client_free(struct bcp_client *c)
 	free(c->segs);
 	free(c->forgets);
 	free(c->bbuf);
-	free(c->rbuf);
+	bcp_frame_reader_fini(&c->rd);
 	free(c->sbuf);
 	free(c->secret);
 	pthread_mutex_destroy(&c->send_lock);
@@ -881,7 +930,8 @@ static int client_alloc_buffers(struct bcp_client *c)
 	uint32_t i;
 
 	c->sbuf = malloc(BCP_FRAME_MAX);
-	c->rbuf = malloc(BCP_FRAME_MAX);
+	if (bcp_frame_reader_init(&c->rd, BCP_FRAME_MAX) < 0)
+		return -ENOMEM;
 	c->bbuf = malloc(BCP_FRAME_MAX);
 	c->segs = calloc(BCP_SEGS_MAX, sizeof(*c->segs));
 	c->forgets = calloc(BCP_FORGETS_MAX, sizeof(*c->forgets));
@@ -890,7 +940,7 @@ static int client_alloc_buffers(struct bcp_client *c)
 	if (c->nslots > BCP_CLIENT_SLOTS_MAX)
 		c->nslots = BCP_CLIENT_SLOTS_MAX;
 	c->slots = calloc(c->nslots, sizeof(*c->slots));
-	if (!c->sbuf || !c->rbuf || !c->bbuf || !c->segs || !c->forgets ||
+	if (!c->sbuf || !c->bbuf || !c->segs || !c->forgets ||
 	    !c->fbuf || !c->slots) {
 		c->nslots = 0;
 		return -ENOMEM;
@@ -1247,6 +1297,53 @@ int bcp_client_call(struct bcp_client *c, struct bcp_msg *req,
 	slot_put_locked(c, s);
 	pthread_mutex_unlock(&c->wlock);
 	return ret;
+}
+
+int bcp_client_call_async(struct bcp_client *c, struct bcp_msg *req,
+			  struct bcp_call *call)
+{
+	struct bcp_wslot *s;
+	char msg[512];
+	uint64_t id;
+	int ret, len, r = 0;
+
+	__atomic_fetch_add(&c->stats.calls, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&c->wlock);
+	s = slot_get_locked(c, NULL, &ret);
+	if (!s) {
+		pthread_mutex_unlock(&c->wlock);
+		return ret;
+	}
+	/* armed before the frame leaves: the reply may beat this thread */
+	s->kind = BCP_WSLOT_ACALL;
+	s->op = req->hdr.opcode;
+	s->call = call;
+	req->hdr.req_id = id = s->req_id;
+	pthread_mutex_unlock(&c->wlock);
+
+	pthread_mutex_lock(&c->send_lock);
+	len = bcp_encode(c->sbuf, BCP_FRAME_MAX, req);
+	if (len >= 0)
+		r = bcp_frame_send(c->ctl, c->sbuf, (size_t)len, -1);
+	pthread_mutex_unlock(&c->send_lock);
+	if (len < 0) {
+		/* unless a lost connection already failed it, take it back */
+		ret = 0;
+		pthread_mutex_lock(&c->wlock);
+		if (s->req_id == id && s->kind == BCP_WSLOT_ACALL) {
+			slot_put_locked(c, s);
+			ret = len;
+		}
+		pthread_mutex_unlock(&c->wlock);
+		return ret;
+	}
+	if (r < 0) {
+		/* fails this call too, with -ENOTCONN */
+		snprintf(msg, sizeof(msg), "connection to agent at %s lost: %s",
+			 c->addr_str, strerror(-r));
+		bcp_client_break(c, msg);
+	}
+	return 0;
 }
 
 /*

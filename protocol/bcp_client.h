@@ -72,6 +72,31 @@ const struct bcp_hello_rep *bcp_client_hello(const struct bcp_client *c);
 int bcp_client_call(struct bcp_client *c, struct bcp_msg *req,
 		    struct bcp_msg *rep, void *rbuf, size_t rcap);
 
+/*
+ * An asynchronous round trip, for a caller that answers its own caller
+ * from the reply (the FUSE daemon replies to the kernel) and so need not
+ * wait: the receiver thread decodes the reply into call->rep (tails in
+ * call->rbuf[call->rcap]) and runs call->done with the agent's status or a
+ * local -errno (-ENOTCONN when the connection is lost, -EMSGSIZE when the
+ * reply does not fit rbuf).  done must not make synchronous calls: it runs
+ * on the thread that receives their replies.  Returns 0 when done will
+ * run (possibly before this returns; the call must not be touched after),
+ * or -errno when nothing was sent and done will not run.
+ */
+struct bcp_call;
+typedef void (*bcp_call_done_fn)(struct bcp_call *call, int result);
+struct bcp_call {
+	struct bcp_msg rep;
+	void *rbuf;
+	size_t rcap;
+	bcp_call_done_fn done;
+	void *priv;		/* the caller's */
+	/* private to the client library */
+	struct bcp_call *next;
+};
+int bcp_client_call_async(struct bcp_client *c, struct bcp_msg *req,
+			  struct bcp_call *call);
+
 /* Queue a FORGET; sent in batches (on the next flush or when full). */
 void bcp_client_forget(struct bcp_client *c, uint64_t handle,
 		       uint64_t nlookup);

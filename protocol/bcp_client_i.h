@@ -71,6 +71,7 @@ enum bcp_wslot_kind {
 	BCP_WSLOT_FREE = 0,
 	BCP_WSLOT_RESERVED,		/* the sender is building a batch */
 	BCP_WSLOT_CALL,			/* a bcp_client_call() waits */
+	BCP_WSLOT_ACALL,		/* a bcp_client_call_async() */
 	BCP_WSLOT_BATCH,		/* a batch is in flight */
 };
 
@@ -94,6 +95,7 @@ struct bcp_wslot {
 	uint16_t op;			/* CALL and BATCH: the opcode */
 	uint32_t count;
 	struct bcp_io *head;
+	struct bcp_call *call;		/* ACALL */
 };
 
 /* Request ids with this bit are untracked (FORGET): replies are dropped. */
@@ -151,7 +153,7 @@ struct bcp_client {
 	uint8_t *sbuf;			/* encode buffer of bcp_client_call() */
 
 	/* thread-private buffers, allocated once */
-	uint8_t *rbuf;			/* receiver */
+	struct bcp_frame_reader rd;	/* receiver */
 	uint8_t *bbuf;			/* sender */
 	struct bcp_seg *segs;		/* sender */
 	struct bcp_forget_one *fbuf;	/* sender */

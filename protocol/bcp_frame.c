@@ -266,6 +266,74 @@ out_close_fd:
 	return ret;
 }
 
+/* ---- buffered reading ---- */
+
+int bcp_frame_reader_init(struct bcp_frame_reader *r, size_t max)
+{
+	memset(r, 0, sizeof(*r));
+	if (max < BCP_HDR_SIZE || max > INT_MAX / 2)
+		return -EINVAL;
+	r->buf = malloc(2 * max);
+	if (!r->buf)
+		return -ENOMEM;
+	r->max = max;
+	return 0;
+}
+
+void bcp_frame_reader_fini(struct bcp_frame_reader *r)
+{
+	free(r->buf);
+	r->buf = NULL;
+}
+
+int bcp_frame_read(struct bcp_frame_reader *r, int sock,
+		   const uint8_t **frame, enum bcp_err *why)
+{
+	size_t need = BCP_HDR_SIZE;
+	struct bcp_hdr h;
+	ssize_t n;
+	int ret;
+
+	*why = BCP_E_OK;
+	for (;;) {
+		if (r->end - r->start >= BCP_HDR_SIZE) {
+			ret = bcp_hdr_check(r->buf + r->start, r->max, &h,
+					    why);
+			if (ret)
+				return ret;
+			need = BCP_HDR_SIZE + h.payload_len;
+			if (r->end - r->start >= need) {
+				*frame = r->buf + r->start;
+				r->start += need;
+				return (int)need;
+			}
+		}
+		if (r->start == r->end) {
+			r->start = r->end = 0;
+		} else if (r->start + need > 2 * r->max) {
+			/* a partial frame near the end: move it to the front */
+			memmove(r->buf, r->buf + r->start, r->end - r->start);
+			r->end -= r->start;
+			r->start = 0;
+		}
+		n = recv(sock, r->buf + r->end, 2 * r->max - r->end, 0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				ret = wait_for(sock, POLLIN, -1);
+				if (ret)
+					return ret;
+				continue;
+			}
+			return -errno;
+		}
+		if (n == 0)
+			return r->start == r->end ? 0 : -ECONNRESET;
+		r->end += (size_t)n;
+	}
+}
+
 /* ---- addresses ---- */
 
 static int addr_err(char *err, size_t errlen, const char *fmt, const char *s)

@@ -35,6 +35,31 @@ int bcp_frame_recv(int sock, void *buf, size_t cap, int *fd_out,
 		   int timeout_ms, enum bcp_err *why);
 
 /*
+ * A buffered reader for a connection that carries many small frames (the
+ * client's receiver): one recv takes whatever the peer has sent, however
+ * many frames that is, and frames are handed out in place.  buf holds
+ * 2 * max bytes so that a frame of up to max always fits behind a partial
+ * one.  Descriptors passed with SCM_RIGHTS are discarded.
+ */
+struct bcp_frame_reader {
+	uint8_t *buf;
+	size_t max;			/* longest frame accepted */
+	size_t start, end;		/* unconsumed bytes: buf[start..end) */
+};
+
+int bcp_frame_reader_init(struct bcp_frame_reader *r, size_t max);
+void bcp_frame_reader_fini(struct bcp_frame_reader *r);
+
+/*
+ * The next whole frame, blocking until it is there: *frame points into
+ * the reader's buffer and stays valid until the next call.  Returns as
+ * bcp_frame_recv() does (the frame length, 0 at a clean close between
+ * frames, or -errno with *why set for a bad header).
+ */
+int bcp_frame_read(struct bcp_frame_reader *r, int sock,
+		   const uint8_t **frame, enum bcp_err *why);
+
+/*
  * Address parsing shared by both programs:
  *   "tcp://HOST[:PORT]" (HOST may be [v6]), "unix:PATH".
  * Returns 0 with *out filled, or -EINVAL with a message in err[errlen].
