@@ -215,6 +215,25 @@ void bcfs_attr_to_stat(const struct bcp_attr *a, struct stat *st);
  * rep's tails point into it until the thread's next call.
  */
 int bcfs_call(struct bcp_msg *req, struct bcp_msg *rep);
+
+/* What bcfs_call_reply() answers the kernel with. */
+enum bcfs_reply {
+	BCFS_REPLY_STATUS,		/* fuse_reply_err */
+	BCFS_REPLY_ATTR,		/* fuse_reply_attr of an attr reply */
+	BCFS_REPLY_ENTRY,		/* bcfs_reply_entry() of an entry reply */
+	BCFS_REPLY_NONE,		/* no request to answer */
+	BCFS_REPLY_OPEN_ATTR,		/* no request; the attrs of a file
+					 * closed after writing (inode.c) */
+};
+
+/*
+ * Send m and return at once; the receiver thread answers req from the
+ * reply as kind says (an entry in parent under name, which is copied; for
+ * OPEN_ATTR, parent is the file's handle).  Not for the receiver thread
+ * itself: it may wait for a free context.
+ */
+void bcfs_call_reply(fuse_req_t req, struct bcp_msg *m, enum bcfs_reply kind,
+		     uint64_t parent, const char *name);
 /*
  * Reply to an entry-returning request whose reply took one agent reference
  * on entry->handle; records it, and gives it back if the kernel is gone.
@@ -291,7 +310,6 @@ void bcfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 void bcfs_op_write_buf(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_bufvec *bufv, off_t off,
 		       struct fuse_file_info *fi);
-void bcfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void bcfs_op_release(fuse_req_t req, fuse_ino_t ino,
 		     struct fuse_file_info *fi);
 void bcfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,

@@ -118,7 +118,8 @@ static void bcfs_usage(FILE *f, const char *prog)
 "    -o secret_file=FILE    the agent's shared secret (mode 0600)\n"
 "    -o attr_timeout=SEC    attribute cache timeout (1.0)\n"
 "    -o entry_timeout=SEC   name cache timeout (1.0)\n"
-"    -o writeback           kernel writeback cache\n"
+"    -o writeback           kernel writeback cache (only when no other host\n"
+"                           changes the data: it hides their appends)\n"
 "    -o pool_size=BYTES     data buffer pool, K/M/G suffixes (64M)\n"
 "    -o max_batch=N         segments per batch request (256)\n"
 "\n"
@@ -262,7 +263,6 @@ static const struct fuse_lowlevel_ops bcfs_ops = {
 	.read = bcfs_op_read,
 	.write = bcfs_op_write,
 	.write_buf = bcfs_op_write_buf,
-	.flush = bcfs_op_flush,
 	.release = bcfs_op_release,
 	.fsync = bcfs_op_fsync,
 	.opendir = bcfs_op_opendir,

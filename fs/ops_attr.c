@@ -8,10 +8,17 @@
  * The reply buffer is allocated once per FUSE thread (BCP_FRAME_MAX bytes,
  * enough for any reply) and freed when the thread exits, so that no
  * metadata request allocates.
+ *
+ * Requests whose answer to the kernel is a status, attributes or an entry
+ * do not wait at all (bcfs_call_reply): they go out with a context from a
+ * fixed set, and the client library's receiver thread, already awake with
+ * the reply, answers the kernel.  That saves the wake-up of a waiting FUSE
+ * thread per request.  Locks: bcfs_acall_lock (the free list) is a leaf.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -42,6 +49,107 @@ static void *bcfs_rbuf(void)
 		b = NULL;
 	}
 	return b;
+}
+
+/* contexts of requests answered from the receiver thread */
+#define BCFS_ACALLS		128
+#define BCFS_ACALL_RBUF		512	/* an entry or attribute reply */
+
+struct bcfs_acall {
+	struct bcp_call call;
+	fuse_req_t req;
+	enum bcfs_reply kind;
+	uint64_t parent;
+	char name[BCP_NAME_MAX + 1];
+	struct bcfs_acall *next_free;
+	uint8_t rbuf[BCFS_ACALL_RBUF];
+};
+
+static struct bcfs_acall bcfs_acalls[BCFS_ACALLS];
+static struct bcfs_acall *bcfs_acall_free;
+static pthread_mutex_t bcfs_acall_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t bcfs_acall_cond = PTHREAD_COND_INITIALIZER;
+static pthread_once_t bcfs_acall_once = PTHREAD_ONCE_INIT;
+
+static void bcfs_acall_init(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < BCFS_ACALLS; i++) {
+		bcfs_acalls[i].next_free = bcfs_acall_free;
+		bcfs_acall_free = &bcfs_acalls[i];
+	}
+}
+
+static struct bcfs_acall *bcfs_acall_get(void)
+{
+	struct bcfs_acall *a;
+
+	pthread_once(&bcfs_acall_once, bcfs_acall_init);
+	pthread_mutex_lock(&bcfs_acall_lock);
+	while (!(a = bcfs_acall_free))
+		pthread_cond_wait(&bcfs_acall_cond, &bcfs_acall_lock);
+	bcfs_acall_free = a->next_free;
+	pthread_mutex_unlock(&bcfs_acall_lock);
+	return a;
+}
+
+static void bcfs_acall_put(struct bcfs_acall *a)
+{
+	pthread_mutex_lock(&bcfs_acall_lock);
+	a->next_free = bcfs_acall_free;
+	bcfs_acall_free = a;
+	pthread_cond_signal(&bcfs_acall_cond);
+	pthread_mutex_unlock(&bcfs_acall_lock);
+}
+
+/* On the receiver thread: answer the kernel from the agent's reply. */
+static void bcfs_acall_done(struct bcp_call *call, int result)
+{
+	struct bcfs_acall *a = call->priv;
+	struct stat st;
+
+	if (a->kind == BCFS_REPLY_NONE) {
+		/* a failure is the agent's to log; the file is closed anyway */
+	} else if (a->kind == BCFS_REPLY_OPEN_ATTR) {
+		if (!result)
+			bcfs_inode_open_update(a->parent,
+					       &call->rep.u.attr_rep.attr);
+	} else if (result) {
+		bcfs_reply_status(a->req, result);
+	} else if (a->kind == BCFS_REPLY_ATTR) {
+		bcfs_attr_to_stat(&call->rep.u.attr_rep.attr, &st);
+		fuse_reply_attr(a->req, &st, bcfs_g.o.attr_timeout);
+	} else if (a->kind == BCFS_REPLY_ENTRY) {
+		bcfs_reply_entry(a->req, a->parent, a->name,
+				 &call->rep.u.entry_rep.entry);
+	} else {
+		fuse_reply_err(a->req, 0);
+	}
+	bcfs_acall_put(a);
+}
+
+void bcfs_call_reply(fuse_req_t req, struct bcp_msg *m, enum bcfs_reply kind,
+		     uint64_t parent, const char *name)
+{
+	struct bcfs_acall *a = bcfs_acall_get();
+	int ret;
+
+	a->req = req;
+	a->kind = kind;
+	a->parent = parent;
+	if (kind == BCFS_REPLY_ENTRY)
+		snprintf(a->name, sizeof(a->name), "%s", name);
+	a->call.rbuf = a->rbuf;
+	a->call.rcap = sizeof(a->rbuf);
+	a->call.done = bcfs_acall_done;
+	a->call.priv = a;
+	ret = bcp_client_call_async(bcfs_g.client, m, &a->call);
+	if (ret < 0) {
+		bcfs_acall_put(a);
+		if (req)
+			bcfs_reply_status(req, ret);
+	}
 }
 
 int bcfs_call(struct bcp_msg *req, struct bcp_msg *rep)
@@ -104,21 +212,13 @@ void bcfs_reply_entry(fuse_req_t req, uint64_t parent, const char *name,
 void bcfs_op_getattr(fuse_req_t req, fuse_ino_t ino,
 		     struct fuse_file_info *fi)
 {
-	struct bcp_msg m, r;
-	struct stat st;
-	int ret;
+	struct bcp_msg m;
 
 	bcfs_readahead_raise();
 	bcfs_msg(&m, BCP_OP_GETATTR);
 	m.u.node_req.handle = bcfs_handle(ino);
 	m.u.node_req.fh = fi ? fi->fh : 0;
-	ret = bcfs_call(&m, &r);
-	if (ret) {
-		bcfs_reply_status(req, ret);
-		return;
-	}
-	bcfs_attr_to_stat(&r.u.attr_rep.attr, &st);
-	fuse_reply_attr(req, &st, bcfs_g.o.attr_timeout);
+	bcfs_call_reply(req, &m, BCFS_REPLY_ATTR, 0, NULL);
 }
 
 void bcfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,

@@ -48,15 +48,7 @@ static char *bcfs_dbuf(void)
 static void bcfs_call_entry(fuse_req_t req, struct bcp_msg *m,
 			    uint64_t parent, const char *name)
 {
-	struct bcp_msg r;
-	int ret;
-
-	ret = bcfs_call(m, &r);
-	if (ret) {
-		bcfs_reply_status(req, ret);
-		return;
-	}
-	bcfs_reply_entry(req, parent, name, &r.u.entry_rep.entry);
+	bcfs_call_reply(req, m, BCFS_REPLY_ENTRY, parent, name);
 }
 
 void bcfs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -193,7 +185,7 @@ void bcfs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 static void bcfs_remove(fuse_req_t req, uint16_t op, fuse_ino_t parent,
 			const char *name)
 {
-	struct bcp_msg m, r;
+	struct bcp_msg m;
 	int len;
 
 	len = bcfs_name_len(name);
@@ -205,7 +197,7 @@ static void bcfs_remove(fuse_req_t req, uint16_t op, fuse_ino_t parent,
 	m.u.named_req.parent = bcfs_handle(parent);
 	m.u.named_req.name_len = len;
 	m.name = name;
-	bcfs_reply_status(req, bcfs_call(&m, &r));
+	bcfs_call_reply(req, &m, BCFS_REPLY_STATUS, 0, NULL);
 }
 
 void bcfs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -223,7 +215,7 @@ void bcfs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 		    unsigned int flags)
 {
 	struct bcp_rename_req *q;
-	struct bcp_msg m, r;
+	struct bcp_msg m;
 	int len, newlen;
 
 	if (flags & ~(BCP_RENAME_NOREPLACE | BCP_RENAME_EXCHANGE)) {
@@ -245,7 +237,7 @@ void bcfs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	q->newname_len = newlen;
 	m.name = name;
 	m.name2 = newname;
-	bcfs_reply_status(req, bcfs_call(&m, &r));
+	bcfs_call_reply(req, &m, BCFS_REPLY_STATUS, 0, NULL);
 }
 
 void bcfs_op_opendir(fuse_req_t req, fuse_ino_t ino,
@@ -396,22 +388,22 @@ void bcfs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
 void bcfs_op_releasedir(fuse_req_t req, fuse_ino_t ino,
 			struct fuse_file_info *fi)
 {
-	struct bcp_msg m, r;
+	struct bcp_msg m;
 
 	bcfs_msg(&m, BCP_OP_RELEASEDIR);
 	m.u.node_req.handle = bcfs_handle(ino);
 	m.u.node_req.fh = fi->fh;
-	bcfs_reply_status(req, bcfs_call(&m, &r));
+	bcfs_call_reply(req, &m, BCFS_REPLY_STATUS, 0, NULL);
 }
 
 void bcfs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 		      struct fuse_file_info *fi)
 {
-	struct bcp_msg m, r;
+	struct bcp_msg m;
 
 	bcfs_msg(&m, BCP_OP_FSYNCDIR);
 	m.u.fsync_req.handle = bcfs_handle(ino);
 	m.u.fsync_req.fh = fi->fh;
 	m.u.fsync_req.datasync = datasync;
-	bcfs_reply_status(req, bcfs_call(&m, &r));
+	bcfs_call_reply(req, &m, BCFS_REPLY_STATUS, 0, NULL);
 }

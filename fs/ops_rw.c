@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * ops_rw.c - open files and their data: open, create, read, write(_buf),
- * flush, release, fsync, fallocate, lseek and copy_file_range.
+ * release, fsync, fallocate, lseek and copy_file_range.
+ *
+ * There is no flush: every write was with the agent before it was
+ * acknowledged (with -o writeback, the kernel writes its dirty pages back
+ * before it would send FLUSH), so the ENOSYS libfuse answers the first
+ * FLUSH with tells the kernel to stop sending one at every close.
  *
  * The data path never waits per request: a read or write takes pool
  * memory (bcp_client_io_get), becomes one or more struct bcp_io handed to
@@ -332,14 +337,15 @@ static uint32_t bcfs_open_flags(int flags)
 	return flags;
 }
 
+/* Close the agent's file; nobody waits for the answer. */
 static void bcfs_release_fh(uint64_t handle, uint64_t fh)
 {
-	struct bcp_msg m, r;
+	struct bcp_msg m;
 
 	bcfs_msg(&m, BCP_OP_RELEASE);
 	m.u.node_req.handle = handle;
 	m.u.node_req.fh = fh;
-	bcfs_call(&m, &r);
+	bcfs_call_reply(NULL, &m, BCFS_REPLY_NONE, 0, NULL);
 }
 
 void bcfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -437,25 +443,23 @@ out_release:
 	bcfs_reply_status(req, ret);
 }
 
-void bcfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
-{
-	/* every write was with the agent before it was acknowledged */
-	fuse_reply_err(req, 0);
-}
-
 void bcfs_op_release(fuse_req_t req, fuse_ino_t ino,
 		     struct fuse_file_info *fi)
 {
 	uint64_t handle = bcfs_handle(ino);
-	struct bcp_msg m, r;
+	struct bcp_msg m;
 
+	/*
+	 * Release is asynchronous for the application already; the agent's
+	 * answers are not waited for either (requests of a session are
+	 * served in order, so the GETATTR still finds the file open).
+	 */
 	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
 		/* our own writes are in the page cache: keep it next time */
 		bcfs_msg(&m, BCP_OP_GETATTR);
 		m.u.node_req.handle = handle;
 		m.u.node_req.fh = fi->fh;
-		if (!bcfs_call(&m, &r))
-			bcfs_inode_open_update(handle, &r.u.attr_rep.attr);
+		bcfs_call_reply(NULL, &m, BCFS_REPLY_OPEN_ATTR, handle, NULL);
 	}
 	bcfs_release_fh(handle, fi->fh);
 	fuse_reply_err(req, 0);
@@ -464,19 +468,19 @@ void bcfs_op_release(fuse_req_t req, fuse_ino_t ino,
 void bcfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		   struct fuse_file_info *fi)
 {
-	struct bcp_msg m, r;
+	struct bcp_msg m;
 
 	bcfs_msg(&m, BCP_OP_FSYNC);
 	m.u.fsync_req.handle = bcfs_handle(ino);
 	m.u.fsync_req.fh = fi->fh;
 	m.u.fsync_req.datasync = datasync;
-	bcfs_reply_status(req, bcfs_call(&m, &r));
+	bcfs_call_reply(req, &m, BCFS_REPLY_STATUS, 0, NULL);
 }
 
 void bcfs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 		       off_t offset, off_t length, struct fuse_file_info *fi)
 {
-	struct bcp_msg m, r;
+	struct bcp_msg m;
 
 	if (offset < 0 || length <= 0) {
 		fuse_reply_err(req, EINVAL);
@@ -488,7 +492,7 @@ void bcfs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 	m.u.fallocate_req.offset = offset;
 	m.u.fallocate_req.length = length;
 	m.u.fallocate_req.mode = mode;
-	bcfs_reply_status(req, bcfs_call(&m, &r));
+	bcfs_call_reply(req, &m, BCFS_REPLY_STATUS, 0, NULL);
 }
 
 void bcfs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
