@@ -216,12 +216,38 @@ void bcfs_attr_to_stat(const struct bcp_attr *a, struct stat *st);
  */
 int bcfs_call(struct bcp_msg *req, struct bcp_msg *rep);
 
-/* What bcfs_call_reply() answers the kernel with. */
+/*
+ * A request answered from its reply on the client library's receiver
+ * thread, so that no FUSE thread waits for the agent: take a context
+ * (bcfs_acall_get blocks while all are in flight), fill what the answer
+ * needs, and bcfs_acall_send().  answer runs once, on the receiver thread
+ * (or on this one when nothing could be sent), with the agent's status or
+ * a local -errno, and must not wait for the agent itself; the context goes
+ * back after it.
+ */
+struct bcfs_acall;
+typedef void (*bcfs_answer_fn)(struct bcfs_acall *a, int result);
+struct bcfs_acall {
+	struct bcp_call call;		/* call.rep: the decoded reply */
+	fuse_req_t req;			/* NULL: nothing to answer */
+	bcfs_answer_fn answer;
+	uint64_t parent;		/* or the handle the request is about */
+	char name[BCP_NAME_MAX + 1];
+	struct fuse_file_info fi;
+	uint32_t gen;
+	size_t size;
+	struct bcfs_acall *next_free;
+	uint8_t rbuf[512];		/* entries, attributes, small values */
+};
+struct bcfs_acall *bcfs_acall_get(void);
+void bcfs_acall_send(struct bcfs_acall *a, fuse_req_t req, struct bcp_msg *m,
+		     bcfs_answer_fn answer);
+
+/* The common answers, for bcfs_call_reply(). */
 enum bcfs_reply {
 	BCFS_REPLY_STATUS,		/* fuse_reply_err */
 	BCFS_REPLY_ATTR,		/* fuse_reply_attr of an attr reply */
 	BCFS_REPLY_ENTRY,		/* bcfs_reply_entry() of an entry reply */
-	BCFS_REPLY_NONE,		/* no request to answer */
 	BCFS_REPLY_OPEN_ATTR,		/* no request; the attrs of a file
 					 * closed after writing (inode.c) */
 };
@@ -229,8 +255,7 @@ enum bcfs_reply {
 /*
  * Send m and return at once; the receiver thread answers req from the
  * reply as kind says (an entry in parent under name, which is copied; for
- * OPEN_ATTR, parent is the file's handle).  Not for the receiver thread
- * itself: it may wait for a free context.
+ * OPEN_ATTR, parent is the file's handle).  Not on the receiver thread.
  */
 void bcfs_call_reply(fuse_req_t req, struct bcp_msg *m, enum bcfs_reply kind,
 		     uint64_t parent, const char *name);
@@ -299,6 +324,7 @@ void bcfs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 
 /* ops_rw.c */
 int bcfs_rw_init(void);
+void bcfs_release_fh(uint64_t handle, uint64_t fh);
 void bcfs_rw_fini(void);
 void bcfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void bcfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,

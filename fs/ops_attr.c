@@ -53,17 +53,6 @@ static void *bcfs_rbuf(void)
 
 /* contexts of requests answered from the receiver thread */
 #define BCFS_ACALLS		128
-#define BCFS_ACALL_RBUF		512	/* an entry or attribute reply */
-
-struct bcfs_acall {
-	struct bcp_call call;
-	fuse_req_t req;
-	enum bcfs_reply kind;
-	uint64_t parent;
-	char name[BCP_NAME_MAX + 1];
-	struct bcfs_acall *next_free;
-	uint8_t rbuf[BCFS_ACALL_RBUF];
-};
 
 static struct bcfs_acall bcfs_acalls[BCFS_ACALLS];
 static struct bcfs_acall *bcfs_acall_free;
@@ -81,7 +70,7 @@ static void bcfs_acall_init(void)
 	}
 }
 
-static struct bcfs_acall *bcfs_acall_get(void)
+struct bcfs_acall *bcfs_acall_get(void)
 {
 	struct bcfs_acall *a;
 
@@ -103,53 +92,81 @@ static void bcfs_acall_put(struct bcfs_acall *a)
 	pthread_mutex_unlock(&bcfs_acall_lock);
 }
 
-/* On the receiver thread: answer the kernel from the agent's reply. */
+/* On the receiver thread: answer the kernel, give the context back. */
 static void bcfs_acall_done(struct bcp_call *call, int result)
 {
 	struct bcfs_acall *a = call->priv;
-	struct stat st;
 
-	if (a->kind == BCFS_REPLY_NONE) {
-		/* a failure is the agent's to log; the file is closed anyway */
-	} else if (a->kind == BCFS_REPLY_OPEN_ATTR) {
-		if (!result)
-			bcfs_inode_open_update(a->parent,
-					       &call->rep.u.attr_rep.attr);
-	} else if (result) {
-		bcfs_reply_status(a->req, result);
-	} else if (a->kind == BCFS_REPLY_ATTR) {
-		bcfs_attr_to_stat(&call->rep.u.attr_rep.attr, &st);
-		fuse_reply_attr(a->req, &st, bcfs_g.o.attr_timeout);
-	} else if (a->kind == BCFS_REPLY_ENTRY) {
-		bcfs_reply_entry(a->req, a->parent, a->name,
-				 &call->rep.u.entry_rep.entry);
-	} else {
-		fuse_reply_err(a->req, 0);
-	}
+	a->answer(a, result);
 	bcfs_acall_put(a);
 }
 
-void bcfs_call_reply(fuse_req_t req, struct bcp_msg *m, enum bcfs_reply kind,
-		     uint64_t parent, const char *name)
+void bcfs_acall_send(struct bcfs_acall *a, fuse_req_t req, struct bcp_msg *m,
+		     bcfs_answer_fn answer)
 {
-	struct bcfs_acall *a = bcfs_acall_get();
 	int ret;
 
 	a->req = req;
-	a->kind = kind;
-	a->parent = parent;
-	if (kind == BCFS_REPLY_ENTRY)
-		snprintf(a->name, sizeof(a->name), "%s", name);
+	a->answer = answer;
 	a->call.rbuf = a->rbuf;
 	a->call.rcap = sizeof(a->rbuf);
 	a->call.done = bcfs_acall_done;
 	a->call.priv = a;
 	ret = bcp_client_call_async(bcfs_g.client, m, &a->call);
-	if (ret < 0) {
-		bcfs_acall_put(a);
-		if (req)
-			bcfs_reply_status(req, ret);
+	if (ret < 0)
+		bcfs_acall_done(&a->call, ret);
+}
+
+static void bcfs_answer_status(struct bcfs_acall *a, int result)
+{
+	bcfs_reply_status(a->req, result);
+}
+
+static void bcfs_answer_attr(struct bcfs_acall *a, int result)
+{
+	struct stat st;
+
+	if (result) {
+		bcfs_reply_status(a->req, result);
+		return;
 	}
+	bcfs_attr_to_stat(&a->call.rep.u.attr_rep.attr, &st);
+	fuse_reply_attr(a->req, &st, bcfs_g.o.attr_timeout);
+}
+
+static void bcfs_answer_entry(struct bcfs_acall *a, int result)
+{
+	if (result) {
+		bcfs_reply_status(a->req, result);
+		return;
+	}
+	bcfs_reply_entry(a->req, a->parent, a->name,
+			 &a->call.rep.u.entry_rep.entry);
+}
+
+/* no request: the attributes of a file closed after writing (inode.c) */
+static void bcfs_answer_open_attr(struct bcfs_acall *a, int result)
+{
+	if (!result)
+		bcfs_inode_open_update(a->parent,
+				       &a->call.rep.u.attr_rep.attr);
+}
+
+void bcfs_call_reply(fuse_req_t req, struct bcp_msg *m, enum bcfs_reply kind,
+		     uint64_t parent, const char *name)
+{
+	static const bcfs_answer_fn answers[] = {
+		[BCFS_REPLY_STATUS] = bcfs_answer_status,
+		[BCFS_REPLY_ATTR] = bcfs_answer_attr,
+		[BCFS_REPLY_ENTRY] = bcfs_answer_entry,
+		[BCFS_REPLY_OPEN_ATTR] = bcfs_answer_open_attr,
+	};
+	struct bcfs_acall *a = bcfs_acall_get();
+
+	a->parent = parent;
+	if (name)
+		snprintf(a->name, sizeof(a->name), "%s", name);
+	bcfs_acall_send(a, req, m, answers[kind]);
 }
 
 int bcfs_call(struct bcp_msg *req, struct bcp_msg *rep)

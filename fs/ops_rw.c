@@ -337,20 +337,36 @@ static uint32_t bcfs_open_flags(int flags)
 	return flags;
 }
 
-/* Close the agent's file; nobody waits for the answer. */
-static void bcfs_release_fh(uint64_t handle, uint64_t fh)
+/*
+ * Close the agent's file; nobody waits for the answer, and any thread may
+ * (the receiver too).  A failure is the agent's to log: the file is
+ * closed with the session at the latest.
+ */
+void bcfs_release_fh(uint64_t handle, uint64_t fh)
 {
 	struct bcp_msg m;
 
 	bcfs_msg(&m, BCP_OP_RELEASE);
 	m.u.node_req.handle = handle;
 	m.u.node_req.fh = fh;
-	bcfs_call_reply(NULL, &m, BCFS_REPLY_NONE, 0, NULL);
+	bcp_client_post(bcfs_g.client, &m);
+}
+
+static void bcfs_answer_open(struct bcfs_acall *a, int result)
+{
+	if (result) {
+		bcfs_reply_status(a->req, result);
+		return;
+	}
+	a->fi.fh = a->call.rep.u.open_rep.fh;
+	if (fuse_reply_open(a->req, &a->fi))
+		bcfs_release_fh(a->parent, a->fi.fh);
 }
 
 void bcfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	uint64_t handle = bcfs_handle(ino);
+	struct bcfs_acall *a;
 	struct bcp_msg m, r;
 	uint64_t fh;
 	int ret;
@@ -358,6 +374,16 @@ void bcfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	bcfs_msg(&m, BCP_OP_OPEN);
 	m.u.open_req.handle = handle;
 	m.u.open_req.flags = bcfs_open_flags(fi->flags);
+	if (fi->flags & O_DIRECT)
+		fi->direct_io = 1;
+	if (fi->direct_io || bcfs_inode_open_first(handle)) {
+		/* no cached page to judge: answered from the reply */
+		a = bcfs_acall_get();
+		a->parent = handle;
+		a->fi = *fi;
+		bcfs_acall_send(a, req, &m, bcfs_answer_open);
+		return;
+	}
 	ret = bcfs_call(&m, &r);
 	if (ret) {
 		bcfs_reply_status(req, ret);
@@ -365,30 +391,64 @@ void bcfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	fh = r.u.open_rep.fh;
 	fi->fh = fh;
-	if (fi->flags & O_DIRECT) {
-		fi->direct_io = 1;
-	} else if (!bcfs_inode_open_first(handle)) {
-		/* close-to-open: keep the pages only if nothing changed */
-		bcfs_msg(&m, BCP_OP_GETATTR);
-		m.u.node_req.handle = handle;
-		m.u.node_req.fh = fh;
-		if (!bcfs_call(&m, &r) &&
-		    bcfs_inode_open_check(handle, &r.u.attr_rep.attr))
-			fi->keep_cache = 1;
-	}
+	/* close-to-open: keep the pages only if nothing changed */
+	bcfs_msg(&m, BCP_OP_GETATTR);
+	m.u.node_req.handle = handle;
+	m.u.node_req.fh = fh;
+	if (!bcfs_call(&m, &r) &&
+	    bcfs_inode_open_check(handle, &r.u.attr_rep.attr))
+		fi->keep_cache = 1;
 	if (fuse_reply_open(req, fi))
 		bcfs_release_fh(handle, fh);
+}
+
+static void bcfs_answer_create(struct bcfs_acall *a, int result)
+{
+	const struct bcp_create_rep *c = &a->call.rep.u.create_rep;
+	struct fuse_file_info *fi = &a->fi;
+	struct fuse_entry_param e;
+	int ret;
+
+	if (result) {
+		bcfs_reply_status(a->req, result);
+		return;
+	}
+	bcfs_fill_entry(&c->entry, &e);
+	fi->fh = c->fh;
+	ret = bcfs_inode_ref(c->entry.handle, a->parent, a->name,
+			     strlen(a->name));
+	if (ret) {
+		bcp_client_forget(bcfs_g.client, c->entry.handle, 1);
+		bcfs_release_fh(c->entry.handle, c->fh);
+		bcfs_reply_status(a->req, ret);
+		return;
+	}
+	bcfs_inode_open_update(c->entry.handle, &c->entry.attr);
+	/*
+	 * A file O_EXCL created has no file capabilities: its first write
+	 * needn't ask.  (Without O_EXCL the agent may have opened a file
+	 * another client made meanwhile.)
+	 */
+	if ((fi->flags & O_EXCL) && bcfs_g.o.attr_timeout > 0) {
+		uint32_t gen;
+
+		bcfs_inode_nocap(c->entry.handle, &gen);
+		bcfs_inode_nocap_known(c->entry.handle, gen);
+	}
+	if (!fuse_reply_create(a->req, &e, fi))
+		return;
+	bcfs_inode_forget(c->entry.handle, 1);
+	bcfs_release_fh(c->entry.handle, c->fh);
 }
 
 void bcfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		    mode_t mode, struct fuse_file_info *fi)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	struct fuse_entry_param e;
 	struct bcp_create_req *q;
-	const struct bcp_create_rep *c;
-	struct bcp_msg m, r;
-	int len, ret;
+	struct bcfs_acall *a;
+	struct bcp_msg m;
+	int len;
 
 	len = bcfs_name_len(name);
 	if (len < 0) {
@@ -405,42 +465,13 @@ void bcfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	q->gid = ctx->gid;
 	q->name_len = len;
 	m.name = name;
-	ret = bcfs_call(&m, &r);
-	if (ret) {
-		bcfs_reply_status(req, ret);
-		return;
-	}
-	c = &r.u.create_rep;
-	bcfs_fill_entry(&c->entry, &e);
-	fi->fh = c->fh;
 	if (fi->flags & O_DIRECT)
 		fi->direct_io = 1;
-	ret = bcfs_inode_ref(c->entry.handle, q->parent, name, len);
-	if (ret) {
-		bcp_client_forget(bcfs_g.client, c->entry.handle, 1);
-		goto out_release;
-	}
-	bcfs_inode_open_update(c->entry.handle, &c->entry.attr);
-	/*
-	 * A file O_EXCL created has no file capabilities: its first write
-	 * needn't ask.  (Without O_EXCL the agent may have opened a file
-	 * another client made meanwhile.)
-	 */
-	if ((fi->flags & O_EXCL) && bcfs_g.o.attr_timeout > 0) {
-		uint32_t gen;
-
-		bcfs_inode_nocap(c->entry.handle, &gen);
-		bcfs_inode_nocap_known(c->entry.handle, gen);
-	}
-	if (!fuse_reply_create(req, &e, fi))
-		return;
-	bcfs_inode_forget(c->entry.handle, 1);
-	bcfs_release_fh(c->entry.handle, c->fh);
-	return;
-
-out_release:
-	bcfs_release_fh(c->entry.handle, c->fh);
-	bcfs_reply_status(req, ret);
+	a = bcfs_acall_get();
+	a->parent = q->parent;
+	memcpy(a->name, name, (size_t)len + 1);
+	a->fi = *fi;
+	bcfs_acall_send(a, req, &m, bcfs_answer_create);
 }
 
 void bcfs_op_release(fuse_req_t req, fuse_ino_t ino,

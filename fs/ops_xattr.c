@@ -78,9 +78,20 @@ static void bcfs_xattr_reply(fuse_req_t req, size_t size, int ret,
 	fuse_reply_buf(req, r->data, r->data_len);
 }
 
+/* security.capability values are 20 or 24 bytes; the kernel asks size 0 */
+#define BCFS_XATTR_CAP_MAX	64
+
+static void bcfs_answer_cap(struct bcfs_acall *a, int result)
+{
+	if (result == -ENODATA)
+		bcfs_inode_nocap_known(a->parent, a->gen);
+	bcfs_xattr_reply(a->req, a->size, result, &a->call.rep);
+}
+
 void bcfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		      size_t size)
 {
+	struct bcfs_acall *a;
 	struct bcp_msg m, r;
 	uint32_t gen = 0;
 	int len, ret, cap;
@@ -102,6 +113,15 @@ void bcfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	m.u.getxattr_req.size = size;
 	m.u.getxattr_req.name_len = len;
 	m.name = name;
+	if (cap && size <= BCFS_XATTR_CAP_MAX) {
+		/* the kernel's question before a write: answered on arrival */
+		a = bcfs_acall_get();
+		a->parent = bcfs_handle(ino);
+		a->gen = gen;
+		a->size = size;
+		bcfs_acall_send(a, req, &m, bcfs_answer_cap);
+		return;
+	}
 	ret = bcfs_call(&m, &r);
 	if (cap && ret == -ENODATA)
 		bcfs_inode_nocap_known(bcfs_handle(ino), gen);

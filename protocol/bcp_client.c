@@ -1346,6 +1346,31 @@ int bcp_client_call_async(struct bcp_client *c, struct bcp_msg *req,
 	return 0;
 }
 
+int bcp_client_post(struct bcp_client *c, struct bcp_msg *req)
+{
+	enum bcp_client_state state;
+	char msg[512];
+	int len, ret;
+
+	pthread_mutex_lock(&c->wlock);
+	state = c->state;
+	pthread_mutex_unlock(&c->wlock);
+	if (state != BCP_CLIENT_READY)
+		return -ENOTCONN;
+	req->hdr.req_id = BCP_REQ_UNTRACKED |
+		__atomic_add_fetch(&c->forget_seq, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&c->send_lock);
+	len = bcp_encode(c->sbuf, BCP_FRAME_MAX, req);
+	ret = len < 0 ? len : bcp_frame_send(c->ctl, c->sbuf, (size_t)len, -1);
+	pthread_mutex_unlock(&c->send_lock);
+	if (len >= 0 && ret < 0) {
+		snprintf(msg, sizeof(msg), "connection to agent at %s lost: %s",
+			 c->addr_str, strerror(-ret));
+		bcp_client_break(c, msg);
+	}
+	return ret;
+}
+
 /*
  * A full FORGET queue is sent by the caller itself, with qlock held (the
  * send lock is a leaf): waiting for the sender instead could deadlock

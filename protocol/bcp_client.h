@@ -97,6 +97,14 @@ struct bcp_call {
 int bcp_client_call_async(struct bcp_client *c, struct bcp_msg *req,
 			  struct bcp_call *call);
 
+/*
+ * Send a request whose answer nobody needs (a RELEASE on a path that has
+ * nothing to report): no slot is taken, the reply is dropped when it
+ * comes.  Safe on the receiver thread (inside done callbacks), unlike
+ * every other call.  Returns 0 or -errno.
+ */
+int bcp_client_post(struct bcp_client *c, struct bcp_msg *req);
+
 /* Queue a FORGET; sent in batches (on the next flush or when full). */
 void bcp_client_forget(struct bcp_client *c, uint64_t handle,
 		       uint64_t nlookup);

@@ -168,7 +168,7 @@ struct bcp_client {
 
 	/* atomics */
 	struct bcp_client_stats stats;
-	uint64_t forget_seq;
+	uint64_t forget_seq;		/* ids of untracked requests */
 };
 
 /* log.  level: LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG */
