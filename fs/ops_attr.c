@@ -242,9 +242,7 @@ void bcfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		     int to_set, struct fuse_file_info *fi)
 {
 	struct bcp_setattr_req *s;
-	struct bcp_msg m, r;
-	struct stat st;
-	int ret;
+	struct bcp_msg m;
 
 	bcfs_msg(&m, BCP_OP_SETATTR);
 	s = &m.u.setattr_req;
@@ -280,13 +278,7 @@ void bcfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		s->mtime = attr->st_mtim.tv_sec;
 		s->mtime_nsec = attr->st_mtim.tv_nsec;
 	}
-	ret = bcfs_call(&m, &r);
-	if (ret) {
-		bcfs_reply_status(req, ret);
-		return;
-	}
-	bcfs_attr_to_stat(&r.u.attr_rep.attr, &st);
-	fuse_reply_attr(req, &st, bcfs_g.o.attr_timeout);
+	bcfs_call_reply(req, &m, BCFS_REPLY_ATTR, 0, NULL);
 }
 
 void bcfs_op_readlink(fuse_req_t req, fuse_ino_t ino)
