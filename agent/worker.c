@@ -290,6 +290,7 @@ static void worker_fini(struct agent_worker *w)
 int agent_workers_start(unsigned int n)
 {
 	unsigned int i;
+	char name[16];
 	int ret;
 
 	workers = calloc(n, sizeof(*workers));
@@ -305,6 +306,8 @@ int agent_workers_start(unsigned int n)
 			worker_fini(&workers[i]);
 			goto out_fini;
 		}
+		snprintf(name, sizeof(name), "bca-worker%u", i % 1000);
+		pthread_setname_np(workers[i].thread, name);
 		nworkers = i + 1;
 	}
 	return 0;

@@ -1048,14 +1048,17 @@ static int client_start_threads(struct bcp_client *c)
 {
 	int ret;
 
+	/* named for top -H and perf: bcp-recv, bcp-send, bcp-data */
 	ret = pthread_create(&c->receiver, NULL, receiver_main, c);
 	if (ret)
 		return -ret;
 	c->have_receiver = 1;
+	pthread_setname_np(c->receiver, "bcp-recv");
 	ret = pthread_create(&c->sender, NULL, sender_main, c);
 	if (ret)
 		return -ret;
 	c->have_sender = 1;
+	pthread_setname_np(c->sender, "bcp-send");
 	return bcp_client_xfer_start(c);
 }
 

@@ -392,6 +392,7 @@ int bcp_client_rdma_start(struct bcp_client *c)
 	if (ret)
 		return -ret;
 	c->have_data_thread = 1;
+	pthread_setname_np(c->data_thread, "bcp-data");
 	return 0;
 }
 

@@ -383,6 +383,7 @@ int bcp_client_xfer_start(struct bcp_client *c)
 	if (ret)
 		return -ret;
 	c->have_data_thread = 1;
+	pthread_setname_np(c->data_thread, "bcp-data");
 	return 0;
 }
 
