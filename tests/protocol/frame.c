@@ -3,7 +3,8 @@
  * frame.c - framing over socketpairs and sockets: frames of several sizes
  * (up to a full data frame), descriptor passing, a peer closing between
  * and in the middle of frames, an oversized header refused before its
- * payload is read, timeouts, address parsing, listening and connecting.
+ * payload is read, timeouts, the buffered reader fed a stream of frames in
+ * pieces of every size, address parsing, listening and connecting.
  */
 #include "config.h"
 
@@ -287,6 +288,104 @@ static void broken_peers(void)
 	close(sv[0]);
 }
 
+/* The buffered reader: 2000 frames of 32..4096 bytes, written in pieces. */
+#define RD_MAX		4096
+#define RD_FRAMES	2000
+
+struct chunker {
+	int sock;
+	const uint8_t *buf;
+	size_t len;
+};
+
+static void *chunk_thread(void *arg)
+{
+	struct chunker *k = arg;
+	size_t off = 0, n;
+	unsigned int seed = 7;
+
+	while (off < k->len) {
+		n = 1 + rand_r(&seed) % 9000;
+		if (n > k->len - off)
+			n = k->len - off;
+		if (send(k->sock, k->buf + off, n, MSG_NOSIGNAL) !=
+		    (ssize_t)n)
+			break;
+		off += n;
+		if (rand_r(&seed) % 8 == 0)
+			usleep(100);
+	}
+	close(k->sock);
+	return NULL;
+}
+
+static void reader(void)
+{
+	static uint8_t stream[RD_FRAMES * RD_MAX];
+	static size_t starts[RD_FRAMES + 1];
+	struct bcp_frame_reader r;
+	struct chunker k;
+	const uint8_t *f;
+	enum bcp_err why;
+	unsigned int seed = 1;
+	size_t off = 0;
+	pthread_t th;
+	int sv[2], i, n, bad = 0;
+
+	for (i = 0; i < RD_FRAMES; i++) {
+		n = encode_data_write((uint32_t)(rand_r(&seed) %
+				      (RD_MAX - 64) + 1));
+		REQUIRE(n > 0 && n <= RD_MAX, "encode frame %d", i);
+		memcpy(stream + off, sbuf, (size_t)n);
+		starts[i] = off;
+		off += (size_t)n;
+	}
+	starts[RD_FRAMES] = off;
+	REQUIRE(bcp_frame_reader_init(&r, RD_MAX) == 0, "reader init");
+	REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
+	k = (struct chunker){ .sock = sv[0], .buf = stream, .len = off };
+	REQUIRE(pthread_create(&th, NULL, chunk_thread, &k) == 0, "thread");
+	for (i = 0; i < RD_FRAMES; i++) {
+		n = bcp_frame_read(&r, sv[1], &f, &why);
+		if (n != (int)(starts[i + 1] - starts[i]) ||
+		    memcmp(f, stream + starts[i], (size_t)n)) {
+			bad++;
+			break;
+		}
+	}
+	CHECK(bad == 0, "frame %d of the stream differs (%d bytes)", i, n);
+	if (!bad) {
+		n = bcp_frame_read(&r, sv[1], &f, &why);
+		CHECK(n == 0, "clean EOF after the stream: %d", n);
+	}
+	shutdown(sv[1], SHUT_RDWR);	/* a failed reader: free the writer */
+	pthread_join(th, NULL);
+	close(sv[1]);
+
+	/* closed mid-frame; then a header longer than the reader's limit */
+	REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
+	CHECK(write(sv[0], stream, starts[1] + 10) ==
+	      (ssize_t)(starts[1] + 10), "write");
+	close(sv[0]);
+	n = bcp_frame_read(&r, sv[1], &f, &why);
+	CHECK(n == (int)starts[1], "the whole frame before the cut: %d", n);
+	n = bcp_frame_read(&r, sv[1], &f, &why);
+	CHECK(n == -ECONNRESET, "close mid-frame: %d", n);
+	close(sv[1]);
+	bcp_frame_reader_fini(&r);
+
+	REQUIRE(bcp_frame_reader_init(&r, RD_MAX) == 0, "reader init");
+	REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
+	n = encode_data_write(RD_MAX);
+	CHECK(write(sv[0], sbuf, (size_t)n) == n, "write");
+	n = bcp_frame_read(&r, sv[1], &f, &why);
+	CHECK(n == -EMSGSIZE && why == BCP_E_FRAME_TOO_LONG,
+	      "frame over the reader's limit: %d", n);
+	close(sv[0]);
+	close(sv[1]);
+	bcp_frame_reader_fini(&r);
+}
+
 static void parse_ok(const char *s, int family, const char *host,
 		     unsigned short port, const char *path)
 {
@@ -462,6 +561,7 @@ int main(void)
 	sendv_parts();
 	fd_passing();
 	broken_peers();
+	reader();
 	addresses();
 	sockets();
 	return check_exit("frame");
