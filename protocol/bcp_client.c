@@ -717,20 +717,45 @@ static void *receiver_main(void *arg)
 
 /* ---- sender ---------------------------------------------------------- */
 
-static int send_frame(struct bcp_client *c, const void *buf, size_t len)
+/* A send failed: everything in flight fails with -ENOTCONN. No lock held. */
+static void client_lost(struct bcp_client *c, int err)
 {
 	char msg[512];
+
+	snprintf(msg, sizeof(msg), "connection to agent at %s lost: %s",
+		 c->addr_str, strerror(-err));
+	bcp_client_break(c, msg);
+}
+
+static int send_frame(struct bcp_client *c, const void *buf, size_t len)
+{
 	int ret;
 
 	pthread_mutex_lock(&c->send_lock);
 	ret = bcp_frame_send(c->ctl, buf, len, -1);
 	pthread_mutex_unlock(&c->send_lock);
-	if (ret < 0) {
-		snprintf(msg, sizeof(msg), "connection to agent at %s lost: %s",
-			 c->addr_str, strerror(-ret));
-		bcp_client_break(c, msg);
-	}
+	if (ret < 0)
+		client_lost(c, ret);
 	return ret;
+}
+
+/*
+ * Encode req into sbuf and send it.  A failed send breaks the connection,
+ * which fails req too if it is tracked, and counts as sent: returns 0, or
+ * the encoder's -errno when nothing was sent.  No lock held.
+ */
+static int send_msg(struct bcp_client *c, struct bcp_msg *req)
+{
+	int len, ret = 0;
+
+	pthread_mutex_lock(&c->send_lock);
+	len = bcp_encode(c->sbuf, BCP_FRAME_MAX, req);
+	if (len >= 0)
+		ret = bcp_frame_send(c->ctl, c->sbuf, (size_t)len, -1);
+	pthread_mutex_unlock(&c->send_lock);
+	if (ret < 0)
+		client_lost(c, ret);
+	return len < 0 ? len : 0;
 }
 
 /* Send the n FORGETs copied to fbuf.  Called with no lock held. */
@@ -1044,22 +1069,29 @@ static int client_choose(struct bcp_client *c, enum bcp_transport *t,
 	return -EOPNOTSUPP;
 }
 
+int bcp_client_thread_start(struct bcp_client *c, pthread_t *th, int *have,
+			    void *(*fn)(void *), const char *name)
+{
+	int ret;
+
+	ret = pthread_create(th, NULL, fn, c);
+	if (ret)
+		return -ret;
+	*have = 1;
+	pthread_setname_np(*th, name);
+	return 0;
+}
+
 static int client_start_threads(struct bcp_client *c)
 {
 	int ret;
 
-	/* named for top -H and perf: bcp-recv, bcp-send, bcp-data */
-	ret = pthread_create(&c->receiver, NULL, receiver_main, c);
-	if (ret)
-		return -ret;
-	c->have_receiver = 1;
-	pthread_setname_np(c->receiver, "bcp-recv");
-	ret = pthread_create(&c->sender, NULL, sender_main, c);
-	if (ret)
-		return -ret;
-	c->have_sender = 1;
-	pthread_setname_np(c->sender, "bcp-send");
-	return bcp_client_xfer_start(c);
+	ret = bcp_client_thread_start(c, &c->receiver, &c->have_receiver,
+				      receiver_main, "bcp-recv");
+	if (!ret)
+		ret = bcp_client_thread_start(c, &c->sender, &c->have_sender,
+					      sender_main, "bcp-send");
+	return ret ? ret : bcp_client_xfer_start(c);
 }
 
 int bcp_client_connect(const struct bcp_client_opts *o,
@@ -1244,7 +1276,7 @@ int bcp_client_call(struct bcp_client *c, struct bcp_msg *req,
 {
 	struct timespec deadline, *dl = NULL;
 	struct bcp_wslot *s;
-	int ret, len, r;
+	int ret, len;
 
 	if (c->opts.timeout_ms > 0) {
 		deadline_after(&deadline, c->opts.timeout_ms);
@@ -1267,20 +1299,8 @@ int bcp_client_call(struct bcp_client *c, struct bcp_msg *req,
 	req->hdr.req_id = s->req_id;
 	pthread_mutex_unlock(&c->wlock);
 
-	pthread_mutex_lock(&c->send_lock);
-	len = bcp_encode(c->sbuf, BCP_FRAME_MAX, req);
-	r = 0;
-	if (len >= 0)
-		r = bcp_frame_send(c->ctl, c->sbuf, (size_t)len, -1);
-	pthread_mutex_unlock(&c->send_lock);
-	if (r < 0) {
-		/* Wakes this call too, with -ENOTCONN. */
-		char msg[512];
-
-		snprintf(msg, sizeof(msg), "connection to agent at %s lost: %s",
-			 c->addr_str, strerror(-r));
-		bcp_client_break(c, msg);
-	}
+	/* a lost connection wakes this call too, with -ENOTCONN */
+	len = send_msg(c, req);
 
 	pthread_mutex_lock(&c->wlock);
 	if (len < 0) {
@@ -1306,9 +1326,8 @@ int bcp_client_call_async(struct bcp_client *c, struct bcp_msg *req,
 			  struct bcp_call *call)
 {
 	struct bcp_wslot *s;
-	char msg[512];
 	uint64_t id;
-	int ret, len, r = 0;
+	int ret, len;
 
 	__atomic_fetch_add(&c->stats.calls, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&c->wlock);
@@ -1324,11 +1343,7 @@ int bcp_client_call_async(struct bcp_client *c, struct bcp_msg *req,
 	req->hdr.req_id = id = s->req_id;
 	pthread_mutex_unlock(&c->wlock);
 
-	pthread_mutex_lock(&c->send_lock);
-	len = bcp_encode(c->sbuf, BCP_FRAME_MAX, req);
-	if (len >= 0)
-		r = bcp_frame_send(c->ctl, c->sbuf, (size_t)len, -1);
-	pthread_mutex_unlock(&c->send_lock);
+	len = send_msg(c, req);
 	if (len < 0) {
 		/* unless a lost connection already failed it, take it back */
 		ret = 0;
@@ -1340,20 +1355,12 @@ int bcp_client_call_async(struct bcp_client *c, struct bcp_msg *req,
 		pthread_mutex_unlock(&c->wlock);
 		return ret;
 	}
-	if (r < 0) {
-		/* fails this call too, with -ENOTCONN */
-		snprintf(msg, sizeof(msg), "connection to agent at %s lost: %s",
-			 c->addr_str, strerror(-r));
-		bcp_client_break(c, msg);
-	}
 	return 0;
 }
 
 int bcp_client_post(struct bcp_client *c, struct bcp_msg *req)
 {
 	enum bcp_client_state state;
-	char msg[512];
-	int len, ret;
 
 	pthread_mutex_lock(&c->wlock);
 	state = c->state;
@@ -1362,16 +1369,7 @@ int bcp_client_post(struct bcp_client *c, struct bcp_msg *req)
 		return -ENOTCONN;
 	req->hdr.req_id = BCP_REQ_UNTRACKED |
 		__atomic_add_fetch(&c->forget_seq, 1, __ATOMIC_RELAXED);
-	pthread_mutex_lock(&c->send_lock);
-	len = bcp_encode(c->sbuf, BCP_FRAME_MAX, req);
-	ret = len < 0 ? len : bcp_frame_send(c->ctl, c->sbuf, (size_t)len, -1);
-	pthread_mutex_unlock(&c->send_lock);
-	if (len >= 0 && ret < 0) {
-		snprintf(msg, sizeof(msg), "connection to agent at %s lost: %s",
-			 c->addr_str, strerror(-ret));
-		bcp_client_break(c, msg);
-	}
-	return ret;
+	return send_msg(c, req);
 }
 
 /*
@@ -1458,8 +1456,7 @@ static int client_send_direct(struct bcp_client *c, struct bcp_io *io)
 	struct bcp_wslot *s;
 	struct bcp_seg seg;
 	struct bcp_msg m;
-	char msg[512];
-	int len, r, err;
+	int len, err;
 
 	pthread_mutex_lock(&c->wlock);
 	if (c->state != BCP_CLIENT_READY || c->free_slot == BCP_POOL_NONE) {
@@ -1491,16 +1488,9 @@ static int client_send_direct(struct bcp_client *c, struct bcp_io *io)
 	__atomic_fetch_add(&c->stats.segments, 1, __ATOMIC_RELAXED);
 
 	/* from here on the receiver may complete io at any time */
-	pthread_mutex_lock(&c->send_lock);
-	len = bcp_encode(c->sbuf, BCP_FRAME_MAX, &m);
-	r = len < 0 ? len : bcp_frame_send(c->ctl, c->sbuf, (size_t)len, -1);
-	pthread_mutex_unlock(&c->send_lock);
-	if (r < 0) {
-		/* fails the slot, and so io, with -ENOTCONN */
-		snprintf(msg, sizeof(msg), "connection to agent at %s lost: %s",
-			 c->addr_str, strerror(-r));
-		bcp_client_break(c, msg);
-	}
+	len = send_msg(c, &m);
+	if (len < 0)
+		client_lost(c, len);	/* fails the slot, and so io */
 	return 0;
 }
 

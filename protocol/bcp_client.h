@@ -101,7 +101,9 @@ int bcp_client_call_async(struct bcp_client *c, struct bcp_msg *req,
  * Send a request whose answer nobody needs (a RELEASE on a path that has
  * nothing to report): no slot is taken, the reply is dropped when it
  * comes.  Safe on the receiver thread (inside done callbacks), unlike
- * every other call.  Returns 0 or -errno.
+ * every other call.  Returns 0 (also when this send finds the connection
+ * lost, which breaks it), -ENOTCONN when it was lost before, or the
+ * encoder's -errno.
  */
 int bcp_client_post(struct bcp_client *c, struct bcp_msg *req);
 

@@ -171,6 +171,13 @@ struct bcp_client {
 	uint64_t forget_seq;		/* ids of untracked requests */
 };
 
+/*
+ * Start one of the client's threads (receiver, sender, data) with fn(c),
+ * set *have, and name it for top -H and perf (at most 15 characters).
+ */
+int bcp_client_thread_start(struct bcp_client *c, pthread_t *th, int *have,
+			    void *(*fn)(void *), const char *name);
+
 /* log.  level: LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG */
 void bcp_client_logf(int level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -386,14 +386,9 @@ static void *crdma_watch(void *arg)
 
 int bcp_client_rdma_start(struct bcp_client *c)
 {
-	int ret;
-
-	ret = pthread_create(&c->data_thread, NULL, crdma_watch, c);
-	if (ret)
-		return -ret;
-	c->have_data_thread = 1;
-	pthread_setname_np(c->data_thread, "bcp-data");
-	return 0;
+	return bcp_client_thread_start(c, &c->data_thread,
+				       &c->have_data_thread, crdma_watch,
+				       "bcp-data");
 }
 
 void bcp_client_rdma_teardown(struct bcp_client *c)

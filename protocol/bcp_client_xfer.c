@@ -373,18 +373,13 @@ static void *data_main(void *arg)
 
 int bcp_client_xfer_start(struct bcp_client *c)
 {
-	int ret;
-
 	if (c->transport == BCP_XFER_RDMA)
 		return bcp_client_rdma_start(c);
 	if (c->transport != BCP_XFER_TCP)
 		return 0;
-	ret = pthread_create(&c->data_thread, NULL, data_main, c);
-	if (ret)
-		return -ret;
-	c->have_data_thread = 1;
-	pthread_setname_np(c->data_thread, "bcp-data");
-	return 0;
+	return bcp_client_thread_start(c, &c->data_thread,
+				       &c->have_data_thread, data_main,
+				       "bcp-data");
 }
 
 void bcp_client_xfer_teardown(struct bcp_client *c)
