@@ -13,6 +13,7 @@
 #ifndef AGENT_H
 #define AGENT_H
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -61,6 +62,22 @@ struct agent_config {
 	unsigned int inline_max;	/* shm: segments tried inline, bytes */
 	unsigned int spin_usec;		/* worker: poll before sleeping */
 	int meta_io;			/* enum agent_meta_io */
+	/* identity policy (doc/security.md) */
+	int squash;			/* enum agent_squash: tcp/rdma hosts */
+	uint32_t anon_uid, anon_gid;	/* what squashed ids become */
+	int allow_devices;		/* MKNOD of block/char devices */
+	/* per-session limits (doc/security.md); 0 = derived at start-up */
+	unsigned int max_handles;	/* handles a session holds */
+	unsigned int max_files;		/* open fhs a session holds */
+	unsigned int max_regions;	/* registered regions */
+	uint64_t max_region_bytes;	/* all regions of a session, bytes */
+	unsigned int max_slots;		/* staging slots one session holds */
+	/* agent-wide limits and timeouts */
+	unsigned int max_sessions;	/* authenticated or not */
+	unsigned int max_unauth;	/* connections not yet authenticated */
+	unsigned int handshake_ms;	/* connect .. AUTH done */
+	unsigned int xfer_timeout_ms;	/* one transfer on a data connection */
+	unsigned int pool_threads;	/* blocking pool (pool.c) */
 	/* derived */
 	uint8_t *secret;		/* NULL: the empty secret */
 	size_t secret_len;
@@ -68,6 +85,44 @@ struct agent_config {
 };
 
 extern struct agent_config agent_cfg;
+
+/*
+ * Identity policy, like NFS exports: what a session may make the agent
+ * store as owner, and which privileged names it may set.
+ */
+enum agent_squash {
+	AGENT_SQUASH_NONE = 0,		/* ids stored as the host sends them */
+	AGENT_SQUASH_ROOT,		/* uid/gid 0 become anon_uid/gid */
+	AGENT_SQUASH_ALL,		/* every id becomes anon_uid/gid */
+};
+
+/* A session's identity policy, fixed when the session starts. */
+struct agent_ident {
+	int squash;			/* enum agent_squash */
+	uint32_t anon_uid, anon_gid;
+	int allow_devices;		/* may MKNOD block/char devices */
+};
+
+/*
+ * Descriptors: the agent-wide budget (RLIMIT_NOFILE less a reserve for
+ * listeners, connections and the pool) that handles and open files of
+ * every session draw from; agent_fd_take() fails with -ENFILE when it is
+ * spent, so no session can starve accept(2) or another session.
+ */
+extern atomic_long agent_fds_used;
+extern long agent_fds_budget;
+static inline int agent_fd_take(void)
+{
+	if (atomic_fetch_add(&agent_fds_used, 1) >= agent_fds_budget) {
+		atomic_fetch_sub(&agent_fds_used, 1);
+		return -ENFILE;
+	}
+	return 0;
+}
+static inline void agent_fd_give(void)
+{
+	atomic_fetch_sub(&agent_fds_used, 1);
+}
 
 /* log.c: "bluecache-agent: LEVEL: message" on stderr. */
 void agent_log(int level, const char *fmt, ...)
@@ -130,6 +185,24 @@ void agent_ring_fini(struct agent_ring *r);
 struct io_uring_sqe *agent_ring_sqe(struct agent_ring *r);
 /* Submit sqe (from agent_ring_sqe) and wait for its result (res). */
 int agent_ring_wait(struct agent_ring *r, struct io_uring_sqe *sqe);
+
+/*
+ * pool.c: a few threads for system calls that may block for long (fsync
+ * of a large file, copy_file_range, getdents of a huge directory), so a
+ * worker's event loop never waits on them.  A job is submitted from a
+ * worker; run() executes on a pool thread; done() runs back on the
+ * submitting worker's thread (through its inbox).  The caller owns the
+ * job until done() has run.
+ */
+struct agent_job {
+	void (*run)(struct agent_job *j);	/* pool thread */
+	void (*done)(struct agent_job *j);	/* the worker's thread */
+	struct agent_worker *w;
+	struct agent_job *next;
+};
+int agent_pool_start(unsigned int nthreads);
+void agent_pool_stop(void);
+void agent_pool_submit(struct agent_job *j);
 
 /* worker.c */
 struct agent_worker;

@@ -29,6 +29,8 @@ static struct agent_worker *workers;
 static unsigned int nworkers;
 static atomic_uint hand_rr;
 atomic_uint agent_live_sessions;
+atomic_long agent_fds_used;
+long agent_fds_budget = 1L << 30;	/* main.c sets it from RLIMIT_NOFILE */
 
 unsigned int agent_sessions_live(void)
 {
@@ -63,9 +65,23 @@ static void worker_reap(struct agent_worker *w)
 	}
 }
 
+void agent_worker_job_done(struct agent_job *j)
+{
+	struct agent_worker *w = j->w;
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&w->inbox_lock);
+	j->next = w->jobs_done;
+	w->jobs_done = j;
+	pthread_mutex_unlock(&w->inbox_lock);
+	if (write(w->inbox_efd, &one, sizeof(one)) < 0)
+		agent_dbg("inbox eventfd: %s", strerror(errno));
+}
+
 static void worker_inbox(struct agent_worker *w)
 {
 	struct agent_inbox_item *it, *next;
+	struct agent_job *j, *jnext;
 	uint64_t v;
 
 	if (read(w->inbox_efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
@@ -73,7 +89,13 @@ static void worker_inbox(struct agent_worker *w)
 	pthread_mutex_lock(&w->inbox_lock);
 	it = w->inbox;
 	w->inbox = NULL;
+	j = w->jobs_done;
+	w->jobs_done = NULL;
 	pthread_mutex_unlock(&w->inbox_lock);
+	for (; j; j = jnext) {
+		jnext = j->next;
+		j->done(j);
+	}
 	for (; it; it = next) {
 		struct agent_session *s;
 		enum bcp_err why = BCP_E_OK;
@@ -123,7 +145,7 @@ static void worker_pass(struct agent_worker *w)
 			agent_session_close(s, 1);
 		}
 		if (w->stopping && s->state != SESS_CLOSING &&
-		    !s->batches_live)
+		    !s->batches_live && !s->jobs_live)
 			agent_session_close(s, 0);
 		if (w->stopping && now > w->stop_deadline && !s->peer_gone) {
 			agent_warn("session %s: still busy at shutdown; "
@@ -135,7 +157,7 @@ static void worker_pass(struct agent_worker *w)
 		if (!s->peer_gone)
 			agent_session_flush(s);
 		if (s->state == SESS_CLOSING && !s->batches_live &&
-		    (s->peer_gone || s->wpos == s->wlen)) {
+		    !s->jobs_live && (s->peer_gone || s->wpos == s->wlen)) {
 			agent_session_free(s);
 			continue;
 		}
@@ -296,6 +318,12 @@ int agent_workers_start(unsigned int n)
 	workers = calloc(n, sizeof(*workers));
 	if (!workers)
 		return -ENOMEM;
+	ret = agent_pool_start(agent_cfg.pool_threads);
+	if (ret < 0) {
+		free(workers);
+		workers = NULL;
+		return ret;
+	}
 	for (i = 0; i < n; i++) {
 		ret = worker_init(&workers[i], i);
 		if (ret < 0)
@@ -369,6 +397,7 @@ void agent_workers_stop(struct agent_stats *total)
 		worker_inbox(&workers[i]);
 		worker_fini(&workers[i]);
 	}
+	agent_pool_stop();
 	free(workers);
 	workers = NULL;
 	nworkers = 0;

@@ -106,6 +106,8 @@ struct agent_session {
 	struct agent_batch *batch_pool;	/* free batches */
 	unsigned int batches_live;
 	struct agent_batch *batches;	/* the pool's memory */
+	unsigned int jobs_live;		/* blocking-pool jobs not done */
+	struct agent_ident ident;	/* identity policy (doc/security.md) */
 	struct agent_session *next;
 	struct agent_session **pprev;
 };
@@ -142,9 +144,13 @@ struct agent_worker {
 	/* inbox: the main thread hands over connections here */
 	pthread_mutex_t inbox_lock;
 	struct agent_inbox_item *inbox;	/* under inbox_lock */
+	struct agent_job *jobs_done;	/* under inbox_lock (pool.c) */
 	int inbox_efd;
 	atomic_int stop;
 };
+
+/* worker.c: a pool thread hands a finished job back to its worker. */
+void agent_worker_job_done(struct agent_job *j);
 
 /* session.c */
 struct agent_session *agent_session_new(struct agent_worker *w, int fd,
