@@ -42,6 +42,37 @@ static void session_set(struct agent_session *s, enum agent_session_state to)
 	s->state = to;
 }
 
+/*
+ * The session's identity policy (doc/security.md).  A unix-socket host is
+ * known by its peer credentials: root or the agent's own user is trusted
+ * with the ids it sends; any other user stores everything as itself.  A
+ * network host gets --squash.
+ */
+static void session_ident(struct agent_session *s)
+{
+	struct agent_ident *id = &s->ident;
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+
+	id->squash = agent_cfg.squash;
+	id->anon_uid = agent_cfg.anon_uid;
+	id->anon_gid = agent_cfg.anon_gid;
+	if (s->is_unix) {
+		if (getsockopt(s->fd, SOL_SOCKET, SO_PEERCRED, &cr,
+			       &len) < 0) {
+			id->squash = AGENT_SQUASH_ALL;
+		} else if (cr.uid == 0 || cr.uid == geteuid()) {
+			id->squash = AGENT_SQUASH_NONE;
+		} else {
+			id->squash = AGENT_SQUASH_ALL;
+			id->anon_uid = cr.uid;
+			id->anon_gid = cr.gid;
+		}
+	}
+	id->allow_devices = agent_cfg.allow_devices &&
+			    id->squash == AGENT_SQUASH_NONE;
+}
+
 struct agent_session *agent_session_new(struct agent_worker *w, int fd,
 					const char *peer, int is_unix)
 {
@@ -54,9 +85,14 @@ struct agent_session *agent_session_new(struct agent_worker *w, int fd,
 	s->rbuf = malloc(SESS_RCAP);
 	s->wbuf = malloc(SESS_WCAP);
 	s->batches = calloc(AGENT_INFLIGHT_MAX, sizeof(*s->batches));
-	if (!s->rbuf || !s->wbuf || !s->batches)
+	s->jobs = calloc(SESS_JOBS_MAX, sizeof(*s->jobs));
+	if (!s->rbuf || !s->wbuf || !s->batches || !s->jobs)
 		goto out_free;
-	s->store = agent_store_create(agent_cfg.root_fd, &w->ring);
+	s->fd = fd;
+	s->is_unix = is_unix;
+	session_ident(s);
+	s->store = agent_store_create(agent_cfg.root_fd, &w->ring,
+				      &s->ident);
 	if (!s->store)
 		goto out_free;
 	s->xsrv = bcp_xsrv_create(agent_batch_xfer_done, s);
@@ -66,9 +102,12 @@ struct agent_session *agent_session_new(struct agent_worker *w, int fd,
 		s->batches[i].next = s->batch_pool;
 		s->batch_pool = &s->batches[i];
 	}
+	for (i = 0; i < SESS_JOBS_MAX; i++) {
+		s->jobs[i].s = s;
+		s->jobs[i].next = s->job_pool;
+		s->job_pool = &s->jobs[i];
+	}
 	s->w = w;
-	s->fd = fd;
-	s->is_unix = is_unix;
 	s->state = SESS_AUTH;
 	s->t_start = agent_now_ns();
 	snprintf(s->peer, sizeof(s->peer), "%s", peer);
@@ -95,6 +134,7 @@ out_xsrv:
 out_store:
 	agent_store_destroy(s->store);
 out_free:
+	free(s->jobs);
 	free(s->batches);
 	free(s->wbuf);
 	free(s->rbuf);
@@ -121,6 +161,9 @@ void agent_session_free(struct agent_session *s)
 		close(s->fds[i]);
 	agent_store_destroy(s->store);
 	agent_dbg("session %016" PRIx64 " from %s closed", s->id, s->peer);
+	for (i = 0; i < SESS_JOBS_MAX; i++)
+		free(s->jobs[i].call.buf);
+	free(s->jobs);
 	free(s->batches);
 	free(s->wbuf);
 	free(s->rbuf);
@@ -171,6 +214,8 @@ static int session_status(struct agent_session *s, const struct bcp_msg *req,
 
 int agent_session_flush(struct agent_session *s)
 {
+	uint32_t was = s->wlen - s->wpos;
+
 	while (s->wpos < s->wlen && !s->peer_gone) {
 		ssize_t n = send(s->fd, s->wbuf + s->wpos, s->wlen - s->wpos,
 				 MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -192,15 +237,37 @@ int agent_session_flush(struct agent_session *s)
 		s->wlen -= s->wpos;
 		s->wpos = 0;
 	}
+	/*
+	 * Room was made: frames left buffered because replies filled the
+	 * output must be served now, not when the host happens to send
+	 * more (it may be waiting for exactly those replies).
+	 */
+	if (s->wlen - s->wpos < was && s->rlen >= BCP_HDR_SIZE)
+		agent_session_parse(s);
 	return 0;
 }
 
-/* May another frame be read and served now? */
+/*
+ * May another frame be read and served now?  The output must have room
+ * for its reply, every batch reply and every pool call's reply that may
+ * still come.
+ */
 static int session_can_take(const struct agent_session *s)
 {
 	return s->state != SESS_CLOSING && !s->w->stopping &&
-	       SESS_WCAP - s->wlen >= BCP_FRAME_MAX +
+	       SESS_WCAP - s->wlen >= (1 + s->jobs_live) * BCP_FRAME_MAX +
 		       AGENT_INFLIGHT_MAX * SESS_BATCH_REP_MAX;
+}
+
+static int session_is_pool_op(uint16_t op)
+{
+	switch (op) {
+	case BCP_OP_FSYNC: case BCP_OP_FSYNCDIR: case BCP_OP_FALLOCATE:
+	case BCP_OP_COPY_FILE_RANGE: case BCP_OP_READDIR:
+		return 1;
+	default:
+		return 0;
+	}
 }
 
 void agent_session_update_events(struct agent_session *s)
@@ -514,6 +581,80 @@ static void session_register(struct agent_session *s, const struct bcp_msg *m)
 	session_status(s, m, ret);
 }
 
+static void session_job_run(struct agent_job *j)
+{
+	struct agent_sjob *sj = (struct agent_sjob *)j;
+
+	agent_store_call_run(&sj->call);
+}
+
+/* Back on the worker: answer, drop the call's references, serve on. */
+static void session_job_done(struct agent_job *j)
+{
+	struct agent_sjob *sj = (struct agent_sjob *)j;
+	struct agent_session *s = sj->s;
+	struct agent_store_call *c = &sj->call;
+	uint8_t tail[BCP_READDIR_MAX];
+	struct bcp_msg req, rep;
+	size_t len = 0;
+	int ret = c->res < 0 ? (int)c->res : 0;
+
+	memset(&req, 0, sizeof(req));
+	req.hdr = sj->hdr;
+	bcp_msg_init_reply(&rep, &req, 0);
+	if (c->op == BCP_OP_READDIR) {
+		ret = agent_store_readdir_fill(s->store, c, tail, sizeof(tail),
+					       &len, &rep.u.readdir_rep.count,
+					       &rep.u.readdir_rep.eof);
+		rep.dirents = tail;
+		rep.dirents_len = (uint32_t)len;
+	} else if (c->op == BCP_OP_COPY_FILE_RANGE && ret == 0) {
+		rep.u.copy_rep.copied = (uint64_t)c->res;
+	}
+	agent_store_call_end(s->store, c);
+	agent_stats_op(&s->w->stats, c->op, ret, sj->t0);
+	if (ret < 0)
+		bcp_msg_init_reply(&rep, &req, ret);
+	agent_session_reply(s, &rep);
+	sj->next = s->job_pool;
+	s->job_pool = sj;
+	s->jobs_live--;
+	s->kick = 1;
+}
+
+/*
+ * A call that may block (store.h) goes to the blocking pool.  0: it is
+ * out; -EAGAIN: the session has SESS_JOBS_MAX out already (the frame
+ * waits); another -errno: refused, to be answered now.
+ */
+static int session_job_start(struct agent_session *s,
+			     const struct bcp_msg *m, uint64_t t0)
+{
+	struct agent_sjob *sj = s->job_pool;
+	int ret;
+
+	if (!sj)
+		return -EAGAIN;
+	if (m->hdr.opcode == BCP_OP_READDIR && !sj->call.buf) {
+		sj->call.buf = malloc(AGENT_STORE_DENTS_BUF);
+		if (!sj->call.buf)
+			return -ENOMEM;
+		sj->call.cap = AGENT_STORE_DENTS_BUF;
+	}
+	ret = agent_store_call_begin(s->store, m, &sj->call);
+	if (ret < 0)
+		return ret;
+	s->job_pool = sj->next;
+	s->jobs_live++;
+	sj->hdr = m->hdr;
+	sj->t0 = t0;
+	sj->job.run = session_job_run;
+	sj->job.done = session_job_done;
+	sj->job.w = s->w;
+	agent_pool_submit(&sj->job);
+	return 0;
+}
+
 /* Serve one decoded request.  -EAGAIN: not now (backpressure). */
 static int session_dispatch(struct agent_session *s, struct bcp_msg *m,
 			    uint64_t t0)
@@ -596,30 +737,18 @@ static int session_dispatch(struct agent_session *s, struct bcp_msg *m,
 					  m->u.node_req.fh,
 					  m->hdr.opcode == BCP_OP_RELEASEDIR);
 		break;
-	case BCP_OP_READDIR: {
-		size_t len = 0;
-
-		ret = agent_store_readdir(st, &m->u.readdir_req, tail,
-					  BCP_READDIR_MAX, &len,
-					  &rep.u.readdir_rep.count,
-					  &rep.u.readdir_rep.eof);
-		rep.dirents = tail;
-		rep.dirents_len = (uint32_t)len;
+	case BCP_OP_READDIR:
+	case BCP_OP_FSYNC:
+	case BCP_OP_FSYNCDIR:
+	case BCP_OP_FALLOCATE:
+	case BCP_OP_COPY_FILE_RANGE:
+		ret = session_job_start(s, m, t0);
+		if (ret == 0 || ret == -EAGAIN)
+			return ret;
 		break;
-	}
 	case BCP_OP_STATFS:
 		ret = agent_store_statfs(st, m->u.handle_req.handle,
 					 &rep.u.statfs_rep);
-		break;
-	case BCP_OP_FSYNC:
-	case BCP_OP_FSYNCDIR:
-		ret = agent_store_fsync(st, m->u.fsync_req.handle,
-					m->u.fsync_req.fh,
-					(int)m->u.fsync_req.datasync,
-					m->hdr.opcode == BCP_OP_FSYNCDIR);
-		break;
-	case BCP_OP_FALLOCATE:
-		ret = agent_store_fallocate(st, &m->u.fallocate_req);
 		break;
 	case BCP_OP_SETXATTR:
 		ret = agent_store_setxattr(st, m->u.setxattr_req.handle,
@@ -667,10 +796,6 @@ static int session_dispatch(struct agent_session *s, struct bcp_msg *m,
 			bcp_msg_forget(m, i, &f);
 			agent_store_forget(st, f.handle, f.nlookup);
 		}
-		break;
-	case BCP_OP_COPY_FILE_RANGE:
-		ret = agent_store_copy(st, &m->u.copy_req,
-				       &rep.u.copy_rep.copied);
 		break;
 	case BCP_OP_LSEEK:
 		ret = agent_store_lseek(st, &m->u.lseek_req,
@@ -780,6 +905,9 @@ void agent_session_parse(struct agent_session *s)
 		     h.opcode == BCP_OP_BATCH_PUSH) && !s->batch_pool &&
 		    s->state == SESS_READY)
 			break;	/* max_inflight reached: wait */
+		if (session_is_pool_op(h.opcode) && !s->job_pool &&
+		    s->state == SESS_READY)
+			break;	/* its pool calls are out: wait */
 		ret = session_frame(s, s->rbuf + pos, flen);
 		if (ret == -EAGAIN)
 			break;

@@ -32,7 +32,6 @@
 #include "store.h"
 
 #define STORE_BUCKETS		4096
-#define STORE_DENTS_BUF		32768
 #define STORE_COPY_MAX		(64ull << 20)	/* per COPY_FILE_RANGE */
 
 struct store_node {
@@ -45,15 +44,23 @@ struct store_node {
 	struct store_node *inext;	/* by (dev, ino) */
 };
 
+/*
+ * An open file.  Batches and blocking-pool calls hold pointers to it while
+ * they run, so it never moves: the table is an array of fixed chunks that
+ * only grows (the chunk pointers may move, the chunks never do).
+ */
 struct agent_file {
 	int fd;
 	int dir;
 	int closing;			/* RELEASE seen */
-	unsigned int refs;		/* 1 for the fh + in-flight transfers */
+	unsigned int refs;		/* 1 for the fh + in-flight users */
 	int io_inline;			/* enum agent_io_inline */
 	uint32_t gen;
+	uint32_t idx;			/* its place in the table */
 	uint32_t next_free;
 };
+
+#define FILE_CHUNK	64		/* files per chunk */
 
 struct agent_store {
 	struct agent_ring *ring;
@@ -64,12 +71,48 @@ struct agent_store {
 	uint64_t nnodes;
 	struct store_node *by_handle[STORE_BUCKETS];
 	struct store_node *by_ino[STORE_BUCKETS];
-	struct agent_file *files;
-	uint32_t nfiles, cap_files, free_head, live_files;
-	char *dents;
+	struct agent_file **chunks;	/* FILE_CHUNK files each */
+	uint32_t nfiles, nchunks, free_head, live_files;
+	const struct agent_ident *ident;
 };
 
 #define FILE_NONE	UINT32_MAX
+
+static struct agent_file *store_file_at(const struct agent_store *s,
+					uint32_t idx)
+{
+	return &s->chunks[idx / FILE_CHUNK][idx % FILE_CHUNK];
+}
+
+static unsigned int store_max_handles(void)
+{
+	return agent_cfg.max_handles ? agent_cfg.max_handles :
+				       AGENT_HANDLES_MAX;
+}
+
+static unsigned int store_max_files(void)
+{
+	return agent_cfg.max_files ? agent_cfg.max_files : AGENT_FILES_MAX;
+}
+
+/* The id the session may store for uid (and gid): its squash policy. */
+static uint32_t store_map_id(const struct agent_store *s, uint32_t id,
+			     int gid)
+{
+	const struct agent_ident *in = s->ident;
+	uint32_t anon = gid ? in->anon_gid : in->anon_uid;
+
+	if (id == (uint32_t)-1)
+		return id;
+	switch (in->squash) {
+	case AGENT_SQUASH_ALL:
+		return anon;
+	case AGENT_SQUASH_ROOT:
+		return id == 0 ? anon : id;
+	default:
+		return id;
+	}
+}
 
 static unsigned int store_hash(uint64_t v)
 {
@@ -248,14 +291,21 @@ static int store_node_get(struct agent_store *s, int fd,
 		close(fd);
 		n->nlookup++;
 	} else {
-		if (s->nnodes >= AGENT_HANDLES_MAX) {
+		if (s->nnodes >= store_max_handles()) {
 			agent_warn_rl("handle limit (%u per session) reached",
-				      AGENT_HANDLES_MAX);
+				      store_max_handles());
 			ret = -ENFILE;
+			goto out_close;
+		}
+		ret = agent_fd_take();
+		if (ret < 0) {
+			agent_warn_rl("the agent's descriptor budget (%ld) is "
+				      "spent", agent_fds_budget);
 			goto out_close;
 		}
 		n = calloc(1, sizeof(*n));
 		if (!n) {
+			agent_fd_give();
 			ret = -ENOMEM;
 			goto out_close;
 		}
@@ -303,11 +353,13 @@ static void store_node_drop(struct agent_store *s, struct store_node *n)
 		}
 	}
 	close(n->fd);
+	agent_fd_give();
 	free(n);
 	s->nnodes--;
 }
 
-struct agent_store *agent_store_create(int root_fd, struct agent_ring *r)
+struct agent_store *agent_store_create(int root_fd, struct agent_ring *r,
+				       const struct agent_ident *id)
 {
 	struct agent_store *s;
 	int fd;
@@ -315,9 +367,7 @@ struct agent_store *agent_store_create(int root_fd, struct agent_ring *r)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
-	s->dents = malloc(STORE_DENTS_BUF);
-	if (!s->dents)
-		goto out_free;
+	s->ident = id;
 	s->ring = r;
 	s->root_fd = root_fd;
 	s->euid = geteuid();
@@ -325,14 +375,12 @@ struct agent_store *agent_store_create(int root_fd, struct agent_ring *r)
 	s->free_head = FILE_NONE;
 	fd = fcntl(root_fd, F_DUPFD_CLOEXEC, 3);
 	if (fd < 0)
-		goto out_free_dents;
+		goto out_free;
 	if (store_node_get(s, fd, NULL) < 0)
-		goto out_free_dents;
+		goto out_free;
 	s->root = store_node_find(s, 2);
 	return s;
 
-out_free_dents:
-	free(s->dents);
 out_free:
 	free(s);
 	return NULL;
@@ -344,15 +392,21 @@ void agent_store_destroy(struct agent_store *s)
 
 	if (!s)
 		return;
-	for (i = 0; i < s->nfiles; i++)
-		if (s->files[i].fd >= 0)
-			close(s->files[i].fd);
-	free(s->files);
+	for (i = 0; i < s->nfiles; i++) {
+		struct agent_file *f = store_file_at(s, i);
+
+		if (f->fd >= 0) {
+			close(f->fd);
+			agent_fd_give();
+		}
+	}
+	for (i = 0; i < s->nchunks; i++)
+		free(s->chunks[i]);
+	free(s->chunks);
 	for (i = 0; i < STORE_BUCKETS; i++) {
 		while (s->by_handle[i])
 			store_node_drop(s, s->by_handle[i]);
 	}
-	free(s->dents);
 	free(s);
 }
 
@@ -427,7 +481,7 @@ static struct agent_file *store_file_find(struct agent_store *s, uint64_t fh)
 
 	if (idx == 0 || idx > s->nfiles)
 		return NULL;
-	f = &s->files[idx - 1];
+	f = store_file_at(s, idx - 1);
 	if (f->fd < 0 || f->closing || f->gen != (uint32_t)(fh >> 32))
 		return NULL;
 	return f;
@@ -473,20 +527,40 @@ int agent_store_setattr(struct agent_store *s,
 			return -EBADF;
 	}
 	store_procpath(proc, sizeof(proc), n->fd);
-	if (r->valid & BCP_SETATTR_MODE) {
-		if (n->mode == S_IFLNK)
-			return -EOPNOTSUPP;
-		ret = f ? fchmod(f->fd, r->mode & 07777) :
-			  chmod(proc, r->mode & 07777);
-		if (ret < 0)
-			return -errno;
-	}
+	/*
+	 * Owner first, then mode: chown(2) clears the set-ID bits of what is
+	 * not a directory, and a mode given in the same request is final.
+	 */
 	if (r->valid & (BCP_SETATTR_UID | BCP_SETATTR_GID)) {
-		uid_t uid = (r->valid & BCP_SETATTR_UID) ? r->uid : (uid_t)-1;
-		gid_t gid = (r->valid & BCP_SETATTR_GID) ? r->gid : (gid_t)-1;
+		uid_t uid = (r->valid & BCP_SETATTR_UID) ?
+			    store_map_id(s, r->uid, 0) : (uid_t)-1;
+		gid_t gid = (r->valid & BCP_SETATTR_GID) ?
+			    store_map_id(s, r->gid, 1) : (gid_t)-1;
 
 		if (fchownat(n->fd, "", uid, gid,
 			     AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+			return -errno;
+	}
+	if (r->valid & BCP_SETATTR_MODE) {
+		uint32_t mode = r->mode & 07777;
+
+		if (n->mode == S_IFLNK)
+			return -EOPNOTSUPP;
+		if (s->ident->squash != AGENT_SQUASH_NONE &&
+		    (mode & (S_ISUID | S_ISGID))) {
+			struct statx x;
+
+			/* no set-ID-root program made by a squashed host */
+			ret = store_statx(s, n->fd, &x);
+			if (ret < 0)
+				return ret;
+			if (x.stx_uid == 0)
+				mode &= ~(uint32_t)S_ISUID;
+			if (x.stx_gid == 0)
+				mode &= ~(uint32_t)S_ISGID;
+		}
+		ret = f ? fchmod(f->fd, mode) : chmod(proc, mode);
+		if (ret < 0)
 			return -errno;
 	}
 	if (r->valid & BCP_SETATTR_SIZE) {
@@ -536,46 +610,118 @@ int agent_store_setattr(struct agent_store *s,
 	return agent_store_getattr(s, r->handle, 0, out);
 }
 
-/* Give a newly created object to the caller (when we may). */
-static int store_chown_new(struct agent_store *s, int fd, uint32_t uid,
-			   uint32_t gid)
+/*
+ * Give a newly created object (fd: O_PATH or open, on that object) to the
+ * caller, as the session's identity policy maps the ids.  In a set-group-ID
+ * directory the object keeps the group the backing filesystem gave it (the
+ * directory's), as on a local filesystem.  chown(2) clears the set-ID bits
+ * of what is not a directory, so a mode that asks for them is applied again
+ * afterwards (mode: the final permission bits, or 0 for a symlink).
+ */
+static int store_own_new(struct agent_store *s, struct store_node *parent,
+			 int fd, uint32_t uid, uint32_t gid, uint32_t mode)
 {
+	struct statx x;
+	char proc[64];
+	int ret;
+
 	if (s->euid != 0)
 		return 0;
+	uid = store_map_id(s, uid, 0);
+	gid = store_map_id(s, gid, 1);
+	ret = store_statx(s, parent->fd, &x);
+	if (ret < 0)
+		return ret;
+	if (x.stx_mode & S_ISGID)
+		gid = (uint32_t)-1;
 	if (fchownat(fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
 		return -errno;
+	if (mode & (S_ISUID | S_ISGID)) {
+		store_procpath(proc, sizeof(proc), fd);
+		if (chmod(proc, mode & 07777) < 0)
+			return -errno;
+	}
 	return 0;
 }
 
+/* What open(2) of a non-regular node gives here: we open regular files only. */
+static int store_type_err(uint32_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG:
+		return 0;
+	case S_IFDIR:
+		return -EISDIR;
+	case S_IFLNK:
+		return -ELOOP;
+	default:
+		return -ENXIO;
+	}
+}
+
+/* Reopen the object behind an O_PATH fd (the same inode, never a name). */
+static int store_reopen(int pfd, int flags)
+{
+	char proc[64];
+	int fd;
+
+	store_procpath(proc, sizeof(proc), pfd);
+	fd = open(proc, flags | O_CLOEXEC | O_NOCTTY);
+	return fd < 0 ? -errno : fd;
+}
+
+/* Add a chunk of FILE_CHUNK files; the chunks already there stay put. */
+static int store_file_grow(struct agent_store *s)
+{
+	struct agent_file **nc, *c;
+
+	if (s->nfiles % FILE_CHUNK == 0 &&
+	    s->nfiles / FILE_CHUNK == s->nchunks) {
+		nc = realloc(s->chunks, (s->nchunks + 1) * sizeof(*nc));
+		if (!nc)
+			return -ENOMEM;
+		s->chunks = nc;
+		c = calloc(FILE_CHUNK, sizeof(*c));
+		if (!c)
+			return -ENOMEM;
+		s->chunks[s->nchunks++] = c;
+	}
+	return 0;
+}
+
+/* Takes ownership of fd on success (counted in the descriptor budget). */
 static int store_file_new(struct agent_store *s, int fd, int dir,
 			  uint64_t *fh)
 {
 	struct agent_file *f;
 	uint32_t idx;
+	int ret;
 
+	if (s->live_files >= store_max_files()) {
+		agent_warn_rl("open file limit (%u per session) reached",
+			      store_max_files());
+		return -EMFILE;
+	}
+	ret = agent_fd_take();
+	if (ret < 0) {
+		agent_warn_rl("the agent's descriptor budget (%ld) is spent",
+			      agent_fds_budget);
+		return ret;
+	}
 	if (s->free_head != FILE_NONE) {
 		idx = s->free_head;
-		s->free_head = s->files[idx].next_free;
+		s->free_head = store_file_at(s, idx)->next_free;
 	} else {
-		if (s->nfiles >= AGENT_FILES_MAX) {
-			agent_warn_rl("open file limit (%u per session) reached",
-				      AGENT_FILES_MAX);
-			return -EMFILE;
-		}
-		if (s->nfiles == s->cap_files) {
-			uint32_t cap = s->cap_files ? s->cap_files * 2 : 64;
-			struct agent_file *nf;
-
-			nf = realloc(s->files, cap * sizeof(*nf));
-			if (!nf)
-				return -ENOMEM;
-			s->files = nf;
-			s->cap_files = cap;
+		ret = store_file_grow(s);
+		if (ret < 0) {
+			agent_fd_give();
+			return ret;
 		}
 		idx = s->nfiles++;
-		s->files[idx].gen = 0;
+		store_file_at(s, idx)->gen = 0;
 	}
-	f = &s->files[idx];
+	f = store_file_at(s, idx);
+	f->idx = idx;
 	f->fd = fd;
 	f->dir = dir;
 	f->closing = 0;
@@ -593,22 +739,30 @@ static void store_file_unref(struct agent_store *s, struct agent_file *f)
 	if (--f->refs)
 		return;
 	close(f->fd);
+	agent_fd_give();
 	f->fd = -1;
 	f->next_free = s->free_head;
-	s->free_head = (uint32_t)(f - s->files);
+	s->free_head = f->idx;
 	s->live_files--;
 }
 
-/* O_* bits a host may ask for; the rest are ours to decide. */
-#define STORE_OPEN_FLAGS	(O_ACCMODE | O_APPEND | O_TRUNC | O_SYNC | \
-				 O_DSYNC | O_NONBLOCK)
+/*
+ * O_* bits a host may ask for; the rest are ours to decide.  Not O_APPEND:
+ * the host's kernel chose every write's offset already, and an O_APPEND
+ * descriptor would make pwrite ignore it.  Not O_NONBLOCK: only regular
+ * files are opened.
+ */
+#define STORE_OPEN_FLAGS	(O_ACCMODE | O_TRUNC | O_SYNC | O_DSYNC)
 
 int agent_store_create_file(struct agent_store *s,
 			    const struct bcp_create_req *r, const char *name,
 			    struct bcp_create_rep *out)
 {
+	uint32_t flags = r->flags & STORE_OPEN_FLAGS;
+	uint32_t mode = (r->mode & ~r->umask) & 07777;
 	struct bcp_entry e;
 	struct store_node *p;
+	struct statx x;
 	char cname[256];
 	uint64_t fh;
 	int fd, pfd, ret;
@@ -616,23 +770,40 @@ int agent_store_create_file(struct agent_store *s,
 	ret = store_dir_entry(s, r->parent, name, r->name_len, cname, &p);
 	if (ret < 0)
 		return ret;
-	fd = store_openat2(s, p->fd, cname,
-			   (r->flags & STORE_OPEN_FLAGS) | O_CREAT | O_EXCL |
-			   O_NOFOLLOW, (r->mode & ~r->umask) & 07777,
-			   RESOLVE_NO_SYMLINKS);
-	if (fd == -EEXIST && !(r->flags & O_EXCL))
-		fd = store_openat2(s, p->fd, cname,
-				   (r->flags & STORE_OPEN_FLAGS) | O_NOFOLLOW,
-				   0, RESOLVE_NO_SYMLINKS);
-	else if (fd >= 0 && (ret = store_chown_new(s, fd, r->uid, r->gid)) < 0)
-		goto out_close;
-	if (fd < 0)
+	fd = store_openat2(s, p->fd, cname, flags | O_CREAT | O_EXCL |
+			   O_NOFOLLOW, mode, RESOLVE_NO_SYMLINKS);
+	if (fd >= 0) {
+		/* ours and new: name it by the open file, not the name */
+		pfd = store_reopen(fd, O_PATH);
+		if (pfd < 0) {
+			ret = pfd;
+			goto out_close;
+		}
+		ret = store_own_new(s, p, pfd, r->uid, r->gid, mode);
+		if (ret < 0) {
+			close(pfd);
+			goto out_close;
+		}
+	} else if (fd == -EEXIST && !(r->flags & O_EXCL)) {
+		/*
+		 * It exists: open what is there only if it is a regular
+		 * file, and exactly the inode that was checked.
+		 */
+		pfd = store_openat2(s, p->fd, cname, O_PATH | O_NOFOLLOW, 0,
+				    RESOLVE_NO_SYMLINKS);
+		if (pfd < 0)
+			return pfd;
+		ret = store_statx(s, pfd, &x);
+		if (ret == 0)
+			ret = store_type_err(x.stx_mode);
+		if (ret == 0)
+			ret = fd = store_reopen(pfd, (int)flags);
+		if (ret < 0) {
+			close(pfd);
+			return ret;
+		}
+	} else {
 		return fd;
-	pfd = store_openat2(s, p->fd, cname, O_PATH | O_NOFOLLOW, 0,
-			    RESOLVE_NO_SYMLINKS);
-	if (pfd < 0) {
-		ret = pfd;
-		goto out_close;
 	}
 	ret = store_node_get(s, pfd, &e);
 	if (ret < 0)
@@ -652,19 +823,29 @@ out_close:
 	return ret;
 }
 
-/* After creating name in p: chown it to the caller and look it up. */
+/*
+ * After creating name (of type ifmt) in p: give it to the caller and look
+ * it up.  A rename racing with us may have put another object under the
+ * name; then it is not touched.
+ */
 static int store_made(struct agent_store *s, struct store_node *p,
-		      const char *cname, uint32_t uid, uint32_t gid,
-		      struct bcp_entry *out)
+		      const char *cname, uint32_t ifmt, uint32_t uid,
+		      uint32_t gid, uint32_t mode, struct bcp_entry *out)
 {
 	struct bcp_entry e;
+	struct statx x;
 	int fd, ret;
 
 	fd = store_openat2(s, p->fd, cname, O_PATH | O_NOFOLLOW, 0,
 			   RESOLVE_NO_SYMLINKS);
 	if (fd < 0)
 		return fd;
-	ret = store_chown_new(s, fd, uid, gid);
+	ret = store_statx(s, fd, &x);
+	if (ret == 0 && (x.stx_mode & S_IFMT) != ifmt)
+		ret = -ESTALE;
+	if (ret == 0)
+		ret = store_own_new(s, p, fd, uid, gid,
+				    ifmt == S_IFLNK ? 0 : mode);
 	if (ret < 0) {
 		close(fd);
 		return ret;
@@ -693,7 +874,8 @@ int agent_store_mkdir(struct agent_store *s, const struct bcp_mkdir_req *r,
 	ret = store_meta_run(s, sqe);
 	if (ret < 0)
 		return ret;
-	return store_made(s, p, cname, r->uid, r->gid, out);
+	return store_made(s, p, cname, S_IFDIR, r->uid, r->gid,
+			  (r->mode & ~r->umask) & 07777, out);
 }
 
 int agent_store_mknod(struct agent_store *s, const struct bcp_mknod_req *r,
@@ -707,7 +889,12 @@ int agent_store_mknod(struct agent_store *s, const struct bcp_mknod_req *r,
 	if (ret < 0)
 		return ret;
 	switch (r->mode & S_IFMT) {
-	case S_IFREG: case S_IFIFO: case S_IFSOCK: case S_IFCHR: case S_IFBLK:
+	case S_IFREG: case S_IFIFO: case S_IFSOCK:
+		break;
+	case S_IFCHR: case S_IFBLK:
+		/* a device node in the root is a door to the DPU's devices */
+		if (!s->ident->allow_devices)
+			return -EPERM;
 		break;
 	case S_IFDIR: case S_IFLNK:
 		return -EPERM;
@@ -720,7 +907,8 @@ int agent_store_mknod(struct agent_store *s, const struct bcp_mknod_req *r,
 	if (mknodat(p->fd, cname, (r->mode & S_IFMT) |
 		    ((r->mode & ~r->umask) & 07777), (dev_t)r->rdev) < 0)
 		return -errno;
-	return store_made(s, p, cname, r->uid, r->gid, out);
+	return store_made(s, p, cname, r->mode & S_IFMT, r->uid, r->gid,
+			  (r->mode & ~r->umask) & 07777, out);
 }
 
 int agent_store_symlink(struct agent_store *s,
@@ -752,7 +940,7 @@ int agent_store_symlink(struct agent_store *s,
 	free(t);
 	if (ret < 0)
 		return ret;
-	return store_made(s, p, cname, r->uid, r->gid, out);
+	return store_made(s, p, cname, S_IFLNK, r->uid, r->gid, 0, out);
 }
 
 int agent_store_readlink(struct agent_store *s, uint64_t handle, char *buf,
@@ -931,93 +1119,6 @@ void agent_store_file_put(struct agent_store *s, struct agent_file *f)
 	store_file_unref(s, f);
 }
 
-struct linux_dirent64 {
-	uint64_t d_ino;
-	int64_t d_off;
-	unsigned short d_reclen;
-	unsigned char d_type;
-	char d_name[];
-};
-
-int agent_store_readdir(struct agent_store *s,
-			const struct bcp_readdir_req *r, void *buf,
-			size_t cap, size_t *len, uint32_t *count,
-			uint32_t *eof)
-{
-	int plus = !!(r->flags & BCP_READDIR_PLUS);
-	struct agent_file *f = store_file_find(s, r->fh);
-	uint32_t n = 0;
-	size_t off = 0;
-	int done = 0;
-
-	if (!f)
-		return -EBADF;
-	if (!f->dir)
-		return -ENOTDIR;
-	if (r->flags & ~BCP_READDIR_PLUS)
-		return -EINVAL;
-	if (r->max_bytes < cap)
-		cap = r->max_bytes;
-	if (r->cookie > INT64_MAX)
-		return -EINVAL;
-	if (lseek(f->fd, (off_t)r->cookie, SEEK_SET) < 0)
-		return -errno;
-	while (!done) {
-		long nread = syscall(SYS_getdents64, f->fd, s->dents,
-				     STORE_DENTS_BUF);
-		long pos = 0;
-
-		if (nread < 0)
-			return n ? 0 : -errno;
-		if (nread == 0) {
-			*eof = 1;
-			break;
-		}
-		while (pos < nread) {
-			struct linux_dirent64 *d = (void *)(s->dents + pos);
-			size_t nlen = strlen(d->d_name);
-			int dot = !strcmp(d->d_name, ".") ||
-				  !strcmp(d->d_name, "..");
-			struct bcp_dirent de = {
-				.cookie = (uint64_t)d->d_off,
-				.ino = d->d_ino,
-				.type = d->d_type,
-				.name_len = (uint16_t)nlen,
-			};
-			struct bcp_entry e;
-
-			pos += d->d_reclen;
-			if (off + bcp_dirent_size(plus, nlen) > cap) {
-				done = 1;
-				break;
-			}
-			memset(&e, 0, sizeof(e));
-			if (plus && !dot) {
-				if (store_lookup_fd(s, f->fd, d->d_name,
-						    &e) < 0)
-					continue;	/* vanished */
-			} else if (plus) {
-				e.attr.ino = d->d_ino;
-				e.attr.mode = S_IFDIR;
-			}
-			if (bcp_dirent_put(buf, cap, &off, plus, &de, &e,
-					   d->d_name) < 0) {
-				if (plus && !dot)
-					agent_store_forget(s, e.handle, 1);
-				done = 1;
-				break;
-			}
-			n++;
-		}
-		*eof = 0;
-	}
-	if (n == 0 && !*eof)
-		return -EINVAL;	/* max_bytes too small for one entry */
-	*len = off;
-	*count = n;
-	return 0;
-}
-
 int agent_store_statfs(struct agent_store *s, uint64_t handle,
 		       struct bcp_statfs_rep *out)
 {
@@ -1040,56 +1141,16 @@ int agent_store_statfs(struct agent_store *s, uint64_t handle,
 	return 0;
 }
 
-int agent_store_fsync(struct agent_store *s, uint64_t handle, uint64_t fh,
-		      int datasync, int dir)
+/*
+ * trusted.* and security.* (file capabilities among them) carry the DPU's
+ * own privileges: only a session whose ids are not squashed sets them.
+ */
+static int store_xattr_privileged(const struct agent_store *s,
+				  const char *name)
 {
-	struct store_node *n = store_node_find(s, handle);
-	struct io_uring_sqe own, *sqe;
-	struct agent_file *f;
-	char proc[64];
-	int fd, ret;
-
-	if (fh) {
-		f = store_file_find(s, fh);
-		if (!f)
-			return -EBADF;
-		fd = f->fd;
-	} else {
-		if (!n)
-			return -ESTALE;
-		if (n->mode != S_IFDIR && n->mode != S_IFREG)
-			return -EINVAL;
-		store_procpath(proc, sizeof(proc), n->fd);
-		fd = open(proc, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			return -errno;
-	}
-	sqe = store_meta_sqe(s, &own);
-	io_uring_prep_fsync(sqe, fd, datasync ? IORING_FSYNC_DATASYNC : 0);
-	ret = store_meta_run(s, sqe);
-	if (!fh)
-		close(fd);
-	(void)dir;
-	return ret;
-}
-
-int agent_store_fallocate(struct agent_store *s,
-			  const struct bcp_fallocate_req *r)
-{
-	struct agent_file *f = store_file_find(s, r->fh);
-	struct io_uring_sqe own, *sqe;
-
-	if (!f)
-		return -EBADF;
-	if (f->dir)
-		return -EISDIR;
-	if (r->offset > INT64_MAX || r->length > INT64_MAX ||
-	    r->offset + r->length > INT64_MAX)
-		return -EFBIG;
-	sqe = store_meta_sqe(s, &own);
-	io_uring_prep_fallocate(sqe, f->fd, (int)r->mode, r->offset,
-				r->length);
-	return store_meta_run(s, sqe);
+	return s->ident->squash != AGENT_SQUASH_NONE &&
+	       (!strncmp(name, "trusted.", 8) ||
+		!strncmp(name, "security.", 9));
 }
 
 static int store_xattr_node(struct agent_store *s, uint64_t handle,
@@ -1128,6 +1189,8 @@ int agent_store_setxattr(struct agent_store *s, uint64_t handle,
 		return ret;
 	if (flags & ~(XATTR_CREATE | XATTR_REPLACE))
 		return -EINVAL;
+	if (store_xattr_privileged(s, cname))
+		return -EPERM;
 	if (n->mode == S_IFLNK)
 		return -EPERM;
 	sqe = store_meta_sqe(s, &own);
@@ -1185,6 +1248,8 @@ int agent_store_removexattr(struct agent_store *s, uint64_t handle,
 	ret = store_xattr_node(s, handle, name, nlen, cname, proc, &n);
 	if (ret < 0)
 		return ret;
+	if (store_xattr_privileged(s, cname))
+		return -EPERM;
 	if (n->mode == S_IFLNK)
 		return -EPERM;
 	if (removexattr(proc, cname) < 0)
@@ -1203,30 +1268,6 @@ void agent_store_forget(struct agent_store *s, uint64_t handle,
 		store_node_drop(s, n);
 	else
 		n->nlookup -= nlookup;
-}
-
-int agent_store_copy(struct agent_store *s, const struct bcp_copy_req *r,
-		     uint64_t *copied)
-{
-	struct agent_file *in = store_file_find(s, r->fh_in);
-	struct agent_file *out = store_file_find(s, r->fh_out);
-	loff_t off_in = (loff_t)r->off_in, off_out = (loff_t)r->off_out;
-	size_t len = r->length > STORE_COPY_MAX ? STORE_COPY_MAX : r->length;
-	ssize_t n;
-
-	if (!in || !out)
-		return -EBADF;
-	if (in->dir || out->dir)
-		return -EISDIR;
-	if (r->flags)
-		return -EINVAL;
-	if (r->off_in > INT64_MAX || r->off_out > INT64_MAX)
-		return -EINVAL;
-	n = copy_file_range(in->fd, &off_in, out->fd, &off_out, len, 0);
-	if (n < 0)
-		return -errno;
-	*copied = (uint64_t)n;
-	return 0;
 }
 
 int agent_store_lseek(struct agent_store *s, const struct bcp_lseek_req *r,
@@ -1248,5 +1289,270 @@ int agent_store_lseek(struct agent_store *s, const struct bcp_lseek_req *r,
 	if (o < 0)
 		return -errno;
 	*off = o;
+	return 0;
+}
+
+/*
+ * Calls on the blocking pool (store.h).  begin() and end() run on the
+ * worker; run() on a pool thread, where it may use only the descriptors
+ * and buffers of the call.
+ */
+struct linux_dirent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+static int store_call_file(struct agent_store *s, uint64_t fh, int dir,
+			   struct agent_file **out)
+{
+	struct agent_file *f = store_file_find(s, fh);
+
+	if (!f)
+		return -EBADF;
+	if (dir >= 0 && !!f->dir != !!dir)
+		return dir ? -ENOTDIR : -EISDIR;
+	f->refs++;
+	*out = f;
+	return 0;
+}
+
+static int store_call_fsync(struct agent_store *s,
+			    const struct bcp_fsync_req *r, int dir,
+			    struct agent_store_call *c)
+{
+	struct store_node *n;
+	int fd;
+
+	c->datasync = !!r->datasync;
+	if (r->fh) {
+		if (store_call_file(s, r->fh, -1, &c->f) < 0)
+			return -EBADF;
+		c->fd = c->f->fd;
+		return 0;
+	}
+	n = store_node_find(s, r->handle);
+	if (!n)
+		return -ESTALE;
+	if (n->mode != S_IFDIR && n->mode != S_IFREG)
+		return -EINVAL;
+	(void)dir;
+	fd = store_reopen(n->fd, O_RDONLY);
+	if (fd < 0)
+		return fd;
+	c->fd = fd;
+	c->own_fd = 1;
+	return 0;
+}
+
+static int store_call_readdir(struct agent_store *s,
+			      const struct bcp_readdir_req *r,
+			      struct agent_store_call *c)
+{
+	int ret;
+
+	if (r->flags & ~BCP_READDIR_PLUS)
+		return -EINVAL;
+	if (r->cookie > INT64_MAX)
+		return -EINVAL;
+	ret = store_call_file(s, r->fh, 1, &c->f);
+	if (ret < 0)
+		return ret;
+	c->fd = c->f->fd;
+	c->rd = *r;
+	return 0;
+}
+
+int agent_store_call_begin(struct agent_store *s, const struct bcp_msg *m,
+			   struct agent_store_call *c)
+{
+	const struct bcp_fallocate_req *fa;
+	const struct bcp_copy_req *cp;
+	int ret;
+
+	c->op = m->hdr.opcode;
+	c->f = c->f2 = NULL;
+	c->fd = c->fd2 = -1;
+	c->own_fd = 0;
+	c->res = 0;
+	c->nread = 0;
+	c->eof = 0;
+	switch (c->op) {
+	case BCP_OP_FSYNC:
+	case BCP_OP_FSYNCDIR:
+		return store_call_fsync(s, &m->u.fsync_req,
+					c->op == BCP_OP_FSYNCDIR, c);
+	case BCP_OP_FALLOCATE:
+		fa = &m->u.fallocate_req;
+		if (fa->offset > INT64_MAX || fa->length > INT64_MAX ||
+		    fa->offset + fa->length > INT64_MAX)
+			return -EFBIG;
+		ret = store_call_file(s, fa->fh, 0, &c->f);
+		if (ret < 0)
+			return ret;
+		c->fd = c->f->fd;
+		c->mode = fa->mode;
+		c->off = fa->offset;
+		c->len = fa->length;
+		return 0;
+	case BCP_OP_COPY_FILE_RANGE:
+		cp = &m->u.copy_req;
+		if (cp->flags)
+			return -EINVAL;
+		if (cp->off_in > INT64_MAX || cp->off_out > INT64_MAX)
+			return -EINVAL;
+		ret = store_call_file(s, cp->fh_in, 0, &c->f);
+		if (ret < 0)
+			return ret;
+		ret = store_call_file(s, cp->fh_out, 0, &c->f2);
+		if (ret < 0) {
+			store_file_unref(s, c->f);
+			c->f = NULL;
+			return ret;
+		}
+		c->fd = c->f->fd;
+		c->fd2 = c->f2->fd;
+		c->off = cp->off_in;
+		c->off2 = cp->off_out;
+		c->len = cp->length > STORE_COPY_MAX ? STORE_COPY_MAX :
+						       cp->length;
+		return 0;
+	case BCP_OP_READDIR:
+		return store_call_readdir(s, &m->u.readdir_req, c);
+	}
+	return -EINVAL;
+}
+
+/*
+ * READDIR: read entries from the cookie on, as many as the buffer takes.
+ * An error after some entries were read is still an error: a listing that
+ * silently ends early would look complete.
+ */
+static long store_call_getdents(struct agent_store_call *c)
+{
+	size_t room;
+	long n;
+
+	if (lseek(c->fd, (off_t)c->rd.cookie, SEEK_SET) < 0)
+		return -errno;
+	while ((room = c->cap - c->nread) >= 1024) {
+		n = syscall(SYS_getdents64, c->fd, c->buf + c->nread, room);
+		if (n < 0)
+			return -errno;
+		if (n == 0) {
+			c->eof = 1;
+			break;
+		}
+		c->nread += (size_t)n;
+	}
+	return 0;
+}
+
+void agent_store_call_run(struct agent_store_call *c)
+{
+	loff_t in, out;
+	long ret;
+
+	switch (c->op) {
+	case BCP_OP_FSYNC:
+	case BCP_OP_FSYNCDIR:
+		ret = c->datasync ? fdatasync(c->fd) : fsync(c->fd);
+		break;
+	case BCP_OP_FALLOCATE:
+		ret = fallocate(c->fd, (int)c->mode, (off_t)c->off,
+				(off_t)c->len);
+		break;
+	case BCP_OP_COPY_FILE_RANGE:
+		in = (loff_t)c->off;
+		out = (loff_t)c->off2;
+		ret = copy_file_range(c->fd, &in, c->fd2, &out, c->len, 0);
+		break;
+	case BCP_OP_READDIR:
+		c->res = store_call_getdents(c);
+		return;
+	default:
+		errno = EINVAL;
+		ret = -1;
+	}
+	c->res = ret < 0 ? -errno : ret;
+}
+
+void agent_store_call_end(struct agent_store *s, struct agent_store_call *c)
+{
+	if (c->f)
+		store_file_unref(s, c->f);
+	if (c->f2)
+		store_file_unref(s, c->f2);
+	if (c->own_fd)
+		close(c->fd);
+	c->f = c->f2 = NULL;
+	c->own_fd = 0;
+	c->fd = c->fd2 = -1;
+}
+
+int agent_store_readdir_fill(struct agent_store *s,
+			     const struct agent_store_call *c, void *buf,
+			     size_t cap, size_t *len, uint32_t *count,
+			     uint32_t *eof)
+{
+	int plus = !!(c->rd.flags & BCP_READDIR_PLUS);
+	size_t pos = 0, off = 0;
+	uint32_t n = 0;
+	int ret, full = 0;
+
+	if (c->res < 0)
+		return (int)c->res;
+	if (c->rd.max_bytes < cap)
+		cap = c->rd.max_bytes;
+	while (pos < c->nread) {
+		struct linux_dirent64 *d = (void *)(c->buf + pos);
+		size_t nlen = strnlen(d->d_name, d->d_reclen);
+		int dot = !strcmp(d->d_name, ".") || !strcmp(d->d_name, "..");
+		struct bcp_dirent de = {
+			.cookie = (uint64_t)d->d_off,
+			.ino = d->d_ino,
+			.type = d->d_type,
+			.name_len = (uint16_t)nlen,
+		};
+		struct bcp_entry e;
+
+		pos += d->d_reclen;
+		if (off + bcp_dirent_size(plus, nlen) > cap) {
+			full = 1;
+			break;
+		}
+		memset(&e, 0, sizeof(e));
+		if (plus && !dot) {
+			ret = store_lookup_fd(s, c->fd, d->d_name, &e);
+			if (ret == -ENOENT)
+				continue;	/* vanished meanwhile */
+			if (ret < 0) {
+				/* the host asks again from here */
+				if (n)
+					full = 1;
+				else
+					return ret;
+				break;
+			}
+		} else if (plus) {
+			e.attr.ino = d->d_ino;
+			e.attr.mode = S_IFDIR;
+		}
+		if (bcp_dirent_put(buf, cap, &off, plus, &de, &e,
+				   d->d_name) < 0) {
+			if (plus && !dot)
+				agent_store_forget(s, e.handle, 1);
+			full = 1;
+			break;
+		}
+		n++;
+	}
+	if (n == 0 && !c->eof)
+		return -EINVAL;	/* max_bytes too small for one entry */
+	*eof = c->eof && !full;
+	*len = off;
+	*count = n;
 	return 0;
 }

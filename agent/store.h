@@ -24,7 +24,9 @@
 struct agent_store;
 struct agent_file;
 
-struct agent_store *agent_store_create(int root_fd, struct agent_ring *r);
+/* id: the session's identity policy; it outlives the store. */
+struct agent_store *agent_store_create(int root_fd, struct agent_ring *r,
+				       const struct agent_ident *id);
 /* Closes every fh and handle; NULL is a no-op. */
 void agent_store_destroy(struct agent_store *s);
 uint64_t agent_store_root(const struct agent_store *s);
@@ -58,17 +60,8 @@ int agent_store_open(struct agent_store *s, uint64_t handle, uint32_t flags,
 		     int dir, struct bcp_open_rep *out);
 int agent_store_release(struct agent_store *s, uint64_t handle, uint64_t fh,
 			int dir);
-/* Build the reply tail in buf[cap]. */
-int agent_store_readdir(struct agent_store *s,
-			const struct bcp_readdir_req *r, void *buf,
-			size_t cap, size_t *len, uint32_t *count,
-			uint32_t *eof);
 int agent_store_statfs(struct agent_store *s, uint64_t handle,
 		       struct bcp_statfs_rep *out);
-int agent_store_fsync(struct agent_store *s, uint64_t handle, uint64_t fh,
-		      int datasync, int dir);
-int agent_store_fallocate(struct agent_store *s,
-			  const struct bcp_fallocate_req *r);
 int agent_store_setxattr(struct agent_store *s, uint64_t handle,
 			 uint32_t flags, const char *name, size_t nlen,
 			 const void *value, size_t vlen);
@@ -82,8 +75,6 @@ int agent_store_removexattr(struct agent_store *s, uint64_t handle,
 			    const char *name, size_t nlen);
 void agent_store_forget(struct agent_store *s, uint64_t handle,
 			uint64_t nlookup);
-int agent_store_copy(struct agent_store *s, const struct bcp_copy_req *r,
-		     uint64_t *copied);
 int agent_store_lseek(struct agent_store *s, const struct bcp_lseek_req *r,
 		      int64_t *off);
 
@@ -111,6 +102,41 @@ enum agent_io_inline {
 };
 int agent_store_file_inline(struct agent_file *f, int fd);
 void agent_store_file_inline_set(struct agent_file *f, int mode);
+
+/*
+ * Calls that may block for long (FSYNC, FSYNCDIR, FALLOCATE,
+ * COPY_FILE_RANGE, READDIR) run on the blocking pool: the worker checks
+ * the request and takes references with agent_store_call_begin(), a pool
+ * thread runs agent_store_call_run() (the system call only: it touches no
+ * store state), and the worker drops the references with
+ * agent_store_call_end().  begin() that fails holds nothing.
+ */
+#define AGENT_STORE_DENTS_BUF	(64u * 1024)	/* READDIR's getdents buffer */
+struct agent_store_call {
+	uint16_t op;			/* the request's opcode */
+	struct agent_file *f, *f2;	/* references held */
+	int fd, fd2;
+	int own_fd;			/* fd was opened for this call */
+	int datasync;
+	uint32_t mode;
+	uint64_t off, off2, len;
+	struct bcp_readdir_req rd;
+	char *buf;			/* READDIR: AGENT_STORE_DENTS_BUF */
+	size_t cap;
+	/* results of run() */
+	long res;			/* the call's result or -errno */
+	size_t nread;			/* READDIR: bytes of entries in buf */
+	int eof;			/* READDIR: the end was reached */
+};
+int agent_store_call_begin(struct agent_store *s, const struct bcp_msg *m,
+			   struct agent_store_call *c);
+void agent_store_call_run(struct agent_store_call *c);
+void agent_store_call_end(struct agent_store *s, struct agent_store_call *c);
+/* READDIR, between run() and end(): the reply's entries into buf[cap]. */
+int agent_store_readdir_fill(struct agent_store *s,
+			     const struct agent_store_call *c, void *buf,
+			     size_t cap, size_t *len, uint32_t *count,
+			     uint32_t *eof);
 
 /* Live handles and fhs, for tests of the table and the summary. */
 void agent_store_counts(const struct agent_store *s, uint64_t *handles,

@@ -76,9 +76,20 @@ enum agent_session_state {
 #define SESS_RCAP	(BCP_FRAME_MAX + 4096)
 /* one full reply per frame read, plus every batch reply in flight */
 #define SESS_BATCH_REP_MAX (BCP_HDR_SIZE + 8 + 4 * BCP_SEGS_MAX + 8)
-#define SESS_WCAP	(2 * BCP_FRAME_MAX + \
+#define SESS_JOBS_MAX	2	/* blocking-pool calls a session has out */
+#define SESS_WCAP	((2 + SESS_JOBS_MAX) * BCP_FRAME_MAX + \
 			 AGENT_INFLIGHT_MAX * SESS_BATCH_REP_MAX)
 #define SESS_FDS_MAX	4
+
+/* A request served on the blocking pool (session.c). */
+struct agent_sjob {
+	struct agent_job job;		/* first: the pool hands this back */
+	struct agent_session *s;
+	struct bcp_hdr hdr;		/* the request's, for the reply */
+	uint64_t t0;
+	struct agent_store_call call;
+	struct agent_sjob *next;	/* the session's free list */
+};
 
 struct agent_session {
 	struct agent_worker *w;
@@ -107,6 +118,8 @@ struct agent_session {
 	unsigned int batches_live;
 	struct agent_batch *batches;	/* the pool's memory */
 	unsigned int jobs_live;		/* blocking-pool jobs not done */
+	struct agent_sjob *job_pool;	/* free jobs */
+	struct agent_sjob *jobs;	/* the pool's memory (lazily) */
 	struct agent_ident ident;	/* identity policy (doc/security.md) */
 	struct agent_session *next;
 	struct agent_session **pprev;
