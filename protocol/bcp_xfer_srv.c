@@ -135,22 +135,32 @@ static int xsrv_shm_map(struct xsrv_region *r, int fd, uint64_t len)
 {
 	struct stat st;
 	void *map;
+	int seals;
 
 	if (fd < 0)
 		return -EBADF;
+	/*
+	 * A host that shrinks the memfd under our mapping makes our copies
+	 * fault (SIGBUS in the agent), so a region must be sealed against
+	 * shrinking: a memfd created without MFD_ALLOW_SEALING is refused.
+	 * Seal first, size after: the host keeps the fd and may ftruncate
+	 * it at any moment, and only once F_SEAL_SHRINK is set (it can never
+	 * be removed again) does the size we read stay true.
+	 */
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
+		if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) < 0)
+			return -EPERM;
+		seals = fcntl(fd, F_GET_SEALS);
+		if (seals < 0 || !(seals & F_SEAL_SHRINK))
+			return -EPERM;
+	}
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	if (!S_ISREG(st.st_mode))
 		return -EBADF;
 	if ((uint64_t)st.st_size < len)
 		return -EINVAL;
-	/*
-	 * A host that shrinks the memfd later would make our copies fault
-	 * (SIGBUS in the agent): a region must be sealed against shrinking,
-	 * so a memfd created without MFD_ALLOW_SEALING is refused.
-	 */
-	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) < 0)
-		return -EPERM;
 	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (map == MAP_FAILED)
 		return -errno;
