@@ -13,10 +13,17 @@
  * rdma: regions carry the host's address and rkey; posts are checked here
  * against the region and handed to bcp_xfer_rdma.c, which owns the queue
  * pair (see bcp_xfer_rdma_i.h).
+ *
+ * A host may stop answering (or be stopped) at any time while the agent's
+ * staging slots wait on its transfers: every post is stamped and
+ * bcp_xsrv_kick() fails the connection once the oldest transfer is older
+ * than the session's timeout.  Both transports complete in order, so the
+ * oldest transfer is always at the head of a queue.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,10 +33,16 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <fcntl.h>
+#include <time.h>
 
 #include "bcp_codec.h"
 #include "bcp_xfer_srv.h"
 #include "bcp_xfer_rdma_i.h"
+
+/* Longest region a host may register (and map, for shm). */
+#define XSRV_REGION_LEN_MAX	(1ull << 40)
+/* Longest transfer a DATA_WRITE request or DATA_READ reply carries. */
+#define XSRV_TCP_LEN_MAX	(BCP_DATA_FRAME_MAX - BCP_HDR_SIZE - 16)
 
 struct xsrv_region {
 	uint32_t id;
@@ -45,6 +58,13 @@ struct bcp_xsrv {
 	bcp_xsrv_done_fn done;
 	void *ctx;
 	struct xsrv_region regions[BCP_REGIONS_MAX];
+	/* registered regions and their summed lengths, and the limits */
+	unsigned int nregions;
+	uint64_t region_bytes;
+	unsigned int max_regions;	/* clamped to BCP_REGIONS_MAX */
+	uint64_t max_bytes;
+	unsigned int timeout_ms;
+	char why[64];		/* *why of a timeout */
 	int data_fd;
 	struct xrdma_conn *rdma;	/* rdma: the session's queue pair */
 	uint64_t next_req_id;
@@ -69,7 +89,24 @@ struct bcp_xsrv *bcp_xsrv_create(bcp_xsrv_done_fn done, void *ctx)
 	x->ctx = ctx;
 	x->data_fd = -1;
 	x->next_req_id = 1;
+	x->max_regions = BCP_REGIONS_MAX;
 	return x;
+}
+
+void bcp_xsrv_set_limits(struct bcp_xsrv *x, const struct bcp_xsrv_limits *l)
+{
+	x->max_regions = l->max_regions && l->max_regions < BCP_REGIONS_MAX ?
+			 l->max_regions : BCP_REGIONS_MAX;
+	x->max_bytes = l->max_bytes;
+	x->timeout_ms = l->timeout_ms;
+}
+
+static uint64_t xsrv_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static struct xsrv_region *xsrv_region_find(const struct bcp_xsrv *x,
@@ -178,8 +215,13 @@ int bcp_xsrv_region_register(struct bcp_xsrv *x, uint32_t id, uint32_t kind,
 
 	if (xsrv_region_find(x, id))
 		return -EEXIST;
-	if (len == 0 || len > (1ull << 40))
+	if (len == 0 || len > XSRV_REGION_LEN_MAX)
 		return -EINVAL;
+	if (x->nregions >= x->max_regions)
+		return -ENOSPC;
+	/* region_bytes <= max_bytes, so the subtraction cannot wrap */
+	if (x->max_bytes && len > x->max_bytes - x->region_bytes)
+		return -ENOSPC;
 	for (i = 0; i < BCP_REGIONS_MAX; i++) {
 		if (!x->regions[i].kind) {
 			r = &x->regions[i];
@@ -222,6 +264,8 @@ int bcp_xsrv_region_register(struct bcp_xsrv *x, uint32_t id, uint32_t kind,
 	r->kind = kind;
 	r->len = len;
 	r->busy = 0;
+	x->nregions++;
+	x->region_bytes += len;
 	return 0;
 }
 
@@ -235,6 +279,8 @@ int bcp_xsrv_region_unregister(struct bcp_xsrv *x, uint32_t id)
 		return -EBUSY;
 	if (r->map)
 		munmap(r->map, r->len);
+	x->nregions--;
+	x->region_bytes -= r->len;
 	memset(r, 0, sizeof(*r));
 	return 0;
 }
@@ -346,6 +392,7 @@ int bcp_xsrv_post(struct bcp_xsrv *x, struct bcp_xsrv_op *op)
 
 		op->raddr = r->addr + op->region_off;
 		op->rkey = r->rkey;
+		op->posted_ns = xsrv_now_ns();
 		ret = xrdma_post(x->rdma, op);
 		if (ret < 0)
 			return ret;
@@ -355,7 +402,10 @@ int bcp_xsrv_post(struct bcp_xsrv *x, struct bcp_xsrv_op *op)
 	}
 	if (x->data_fd < 0)
 		return -ENOTCONN;
+	if (op->len > XSRV_TCP_LEN_MAX)
+		return -EMSGSIZE;
 	xsrv_tcp_encode(x, op);
+	op->posted_ns = xsrv_now_ns();
 	op->next = NULL;
 	if (x->sq_tail)
 		x->sq_tail->next = op;
@@ -444,6 +494,13 @@ static int xsrv_tcp_recv(struct bcp_xsrv *x, const char **why)
 				*why = "reply out of order on data connection";
 				return -EPROTO;
 			}
+			if (x->cur.opcode != (op->dir == BCP_XSRV_WRITE ?
+					      BCP_OP_DATA_WRITE :
+					      BCP_OP_DATA_READ)) {
+				*why = "reply of the wrong opcode on data "
+				       "connection";
+				return -EPROTO;
+			}
 			if (x->cur.status < 0 || op->dir == BCP_XSRV_WRITE) {
 				if (x->cur.payload_len != 0) {
 					*why = "unexpected payload in reply";
@@ -497,20 +554,58 @@ int bcp_xsrv_progress(struct bcp_xsrv *x, uint32_t revents, const char **why)
 		return 0;
 	if (revents & (EPOLLIN | EPOLLERR | EPOLLHUP))
 		ret = xsrv_tcp_recv(x, why);
-	if (!ret && x->data_fd >= 0)
+	if (!ret && x->data_fd >= 0 && !(revents & (EPOLLERR | EPOLLHUP)))
 		ret = xsrv_tcp_send(x);
+	/*
+	 * Hang-up and error are level-triggered and cannot be masked: left
+	 * open, the connection would wake the loop for ever.  What the host
+	 * sent before it went is taken above; nothing more can come.
+	 */
+	if (!ret && x->data_fd >= 0 && (revents & (EPOLLERR | EPOLLHUP))) {
+		int err = 0;
+		socklen_t elen = sizeof(err);
+
+		if (getsockopt(x->data_fd, SOL_SOCKET, SO_ERROR, &err,
+			       &elen) < 0 || err <= 0)
+			err = ECONNRESET;
+		*why = "data connection hung up";
+		ret = -err;
+	}
 	if (ret < 0 && x->data_fd >= 0)
 		bcp_xsrv_fail(x, ret);
 	return ret;
+}
+
+/* -ETIMEDOUT when the oldest transfer still posted is overdue, else 0. */
+static int xsrv_timeout_check(struct bcp_xsrv *x, const char **why)
+{
+	const struct bcp_xsrv_op *op;
+	uint64_t age;
+
+	if (!x->timeout_ms || !x->pending)
+		return 0;
+	if (x->rdma)
+		op = xrdma_oldest(x->rdma);
+	else
+		op = x->rq_head ? x->rq_head : x->sq_head;
+	if (!op)
+		return 0;
+	age = xsrv_now_ns() - op->posted_ns;
+	if (age < x->timeout_ms * 1000000ull)
+		return 0;
+	snprintf(x->why, sizeof(x->why), "transfer timed out after %llu ms",
+		 (unsigned long long)(age / 1000000));
+	*why = x->why;
+	return -ETIMEDOUT;
 }
 
 int bcp_xsrv_kick(struct bcp_xsrv *x, const char **why)
 {
 	int ret;
 
-	if (!x->rdma)
-		return 0;
-	ret = xrdma_kick(x->rdma, why);
+	ret = xsrv_timeout_check(x, why);
+	if (!ret && x->rdma)
+		ret = xrdma_kick(x->rdma, why);
 	if (ret < 0)
 		bcp_xsrv_fail(x, ret);
 	return ret;
