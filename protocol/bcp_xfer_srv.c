@@ -219,8 +219,9 @@ int bcp_xsrv_region_register(struct bcp_xsrv *x, uint32_t id, uint32_t kind,
 		return -EINVAL;
 	if (x->nregions >= x->max_regions)
 		return -ENOSPC;
-	/* region_bytes <= max_bytes, so the subtraction cannot wrap */
-	if (x->max_bytes && len > x->max_bytes - x->region_bytes)
+	/* limits set after regions were registered may be exceeded already */
+	if (x->max_bytes && (x->region_bytes > x->max_bytes ||
+			     len > x->max_bytes - x->region_bytes))
 		return -ENOSPC;
 	for (i = 0; i < BCP_REGIONS_MAX; i++) {
 		if (!x->regions[i].kind) {

@@ -508,6 +508,12 @@ static void test_limits(void)
 	      == 0, "third region");
 	CHECK(bcp_xsrv_region_register(x, 5, BCP_REGION_TCP, 4096, 0, 0, -1)
 	      == -ENOSPC, "over the region limit");
+	/* limits lowered under what is registered: nothing more fits */
+	lim.max_regions = 0;
+	lim.max_bytes = 4096;
+	bcp_xsrv_set_limits(x, &lim);
+	CHECK(bcp_xsrv_region_register(x, 5, BCP_REGION_TCP, 4096, 0, 0, -1)
+	      == -ENOSPC, "under a lowered byte limit");
 	bcp_xsrv_destroy(x);
 	close(host);
 
