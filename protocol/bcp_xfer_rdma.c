@@ -755,6 +755,16 @@ int xrdma_fd(const struct xrdma_conn *c)
 	return c->epfd;
 }
 
+/*
+ * Ops are posted to the queue pair in the order they were queued and an RC
+ * queue pair completes them in that order, so the oldest one is the head
+ * of the posted list, or of the queue when nothing is on the device.
+ */
+const struct bcp_xsrv_op *xrdma_oldest(const struct xrdma_conn *c)
+{
+	return c->p_head ? c->p_head : c->q_head;
+}
+
 int xrdma_post(struct xrdma_conn *c, struct bcp_xsrv_op *op)
 {
 	if (c->state == XR_FAILED || !c->dev)

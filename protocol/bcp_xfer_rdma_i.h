@@ -37,6 +37,8 @@ int xrdma_progress(struct xrdma_conn *c, const char **why);
 /* Tear the queue pair down and complete every op with err. */
 void xrdma_fail(struct xrdma_conn *c, int err);
 int xrdma_fd(const struct xrdma_conn *c);
+/* The oldest op not yet completed (on the queue pair, else queued). */
+const struct bcp_xsrv_op *xrdma_oldest(const struct xrdma_conn *c);
 #else
 static inline struct xrdma_conn *
 xrdma_conn_create(struct bcp_xsrv *x, uint64_t session,
@@ -77,6 +79,12 @@ static inline void xrdma_fail(struct xrdma_conn *c, int err)
 static inline int xrdma_fd(const struct xrdma_conn *c)
 {
 	return -1;
+}
+
+static inline const struct bcp_xsrv_op *
+xrdma_oldest(const struct xrdma_conn *c)
+{
+	return NULL;
 }
 #endif /* HAVE_RDMA */
 

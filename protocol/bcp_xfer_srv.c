@@ -13,10 +13,17 @@
  * rdma: regions carry the host's address and rkey; posts are checked here
  * against the region and handed to bcp_xfer_rdma.c, which owns the queue
  * pair (see bcp_xfer_rdma_i.h).
+ *
+ * A host may stop answering (or be stopped) at any time while the agent's
+ * staging slots wait on its transfers: every post is stamped and
+ * bcp_xsrv_kick() fails the connection once the oldest transfer is older
+ * than the session's timeout.  Both transports complete in order, so the
+ * oldest transfer is always at the head of a queue.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,10 +33,16 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <fcntl.h>
+#include <time.h>
 
 #include "bcp_codec.h"
 #include "bcp_xfer_srv.h"
 #include "bcp_xfer_rdma_i.h"
+
+/* Longest region a host may register (and map, for shm). */
+#define XSRV_REGION_LEN_MAX	(1ull << 40)
+/* Longest transfer a DATA_WRITE request or DATA_READ reply carries. */
+#define XSRV_TCP_LEN_MAX	(BCP_DATA_FRAME_MAX - BCP_HDR_SIZE - 16)
 
 struct xsrv_region {
 	uint32_t id;
@@ -45,6 +58,13 @@ struct bcp_xsrv {
 	bcp_xsrv_done_fn done;
 	void *ctx;
 	struct xsrv_region regions[BCP_REGIONS_MAX];
+	/* registered regions and their summed lengths, and the limits */
+	unsigned int nregions;
+	uint64_t region_bytes;
+	unsigned int max_regions;	/* clamped to BCP_REGIONS_MAX */
+	uint64_t max_bytes;
+	unsigned int timeout_ms;
+	char why[64];		/* *why of a timeout */
 	int data_fd;
 	struct xrdma_conn *rdma;	/* rdma: the session's queue pair */
 	uint64_t next_req_id;
@@ -69,7 +89,24 @@ struct bcp_xsrv *bcp_xsrv_create(bcp_xsrv_done_fn done, void *ctx)
 	x->ctx = ctx;
 	x->data_fd = -1;
 	x->next_req_id = 1;
+	x->max_regions = BCP_REGIONS_MAX;
 	return x;
+}
+
+void bcp_xsrv_set_limits(struct bcp_xsrv *x, const struct bcp_xsrv_limits *l)
+{
+	x->max_regions = l->max_regions && l->max_regions < BCP_REGIONS_MAX ?
+			 l->max_regions : BCP_REGIONS_MAX;
+	x->max_bytes = l->max_bytes;
+	x->timeout_ms = l->timeout_ms;
+}
+
+static uint64_t xsrv_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static struct xsrv_region *xsrv_region_find(const struct bcp_xsrv *x,
@@ -135,22 +172,32 @@ static int xsrv_shm_map(struct xsrv_region *r, int fd, uint64_t len)
 {
 	struct stat st;
 	void *map;
+	int seals;
 
 	if (fd < 0)
 		return -EBADF;
+	/*
+	 * A host that shrinks the memfd under our mapping makes our copies
+	 * fault (SIGBUS in the agent), so a region must be sealed against
+	 * shrinking: a memfd created without MFD_ALLOW_SEALING is refused.
+	 * Seal first, size after: the host keeps the fd and may ftruncate
+	 * it at any moment, and only once F_SEAL_SHRINK is set (it can never
+	 * be removed again) does the size we read stay true.
+	 */
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
+		if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) < 0)
+			return -EPERM;
+		seals = fcntl(fd, F_GET_SEALS);
+		if (seals < 0 || !(seals & F_SEAL_SHRINK))
+			return -EPERM;
+	}
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	if (!S_ISREG(st.st_mode))
 		return -EBADF;
 	if ((uint64_t)st.st_size < len)
 		return -EINVAL;
-	/*
-	 * A host that shrinks the memfd later would make our copies fault
-	 * (SIGBUS in the agent): a region must be sealed against shrinking,
-	 * so a memfd created without MFD_ALLOW_SEALING is refused.
-	 */
-	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) < 0)
-		return -EPERM;
 	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (map == MAP_FAILED)
 		return -errno;
@@ -168,8 +215,14 @@ int bcp_xsrv_region_register(struct bcp_xsrv *x, uint32_t id, uint32_t kind,
 
 	if (xsrv_region_find(x, id))
 		return -EEXIST;
-	if (len == 0 || len > (1ull << 40))
+	if (len == 0 || len > XSRV_REGION_LEN_MAX)
 		return -EINVAL;
+	if (x->nregions >= x->max_regions)
+		return -ENOSPC;
+	/* limits set after regions were registered may be exceeded already */
+	if (x->max_bytes && (x->region_bytes > x->max_bytes ||
+			     len > x->max_bytes - x->region_bytes))
+		return -ENOSPC;
 	for (i = 0; i < BCP_REGIONS_MAX; i++) {
 		if (!x->regions[i].kind) {
 			r = &x->regions[i];
@@ -212,6 +265,8 @@ int bcp_xsrv_region_register(struct bcp_xsrv *x, uint32_t id, uint32_t kind,
 	r->kind = kind;
 	r->len = len;
 	r->busy = 0;
+	x->nregions++;
+	x->region_bytes += len;
 	return 0;
 }
 
@@ -225,6 +280,8 @@ int bcp_xsrv_region_unregister(struct bcp_xsrv *x, uint32_t id)
 		return -EBUSY;
 	if (r->map)
 		munmap(r->map, r->len);
+	x->nregions--;
+	x->region_bytes -= r->len;
 	memset(r, 0, sizeof(*r));
 	return 0;
 }
@@ -336,6 +393,7 @@ int bcp_xsrv_post(struct bcp_xsrv *x, struct bcp_xsrv_op *op)
 
 		op->raddr = r->addr + op->region_off;
 		op->rkey = r->rkey;
+		op->posted_ns = xsrv_now_ns();
 		ret = xrdma_post(x->rdma, op);
 		if (ret < 0)
 			return ret;
@@ -345,7 +403,10 @@ int bcp_xsrv_post(struct bcp_xsrv *x, struct bcp_xsrv_op *op)
 	}
 	if (x->data_fd < 0)
 		return -ENOTCONN;
+	if (op->len > XSRV_TCP_LEN_MAX)
+		return -EMSGSIZE;
 	xsrv_tcp_encode(x, op);
+	op->posted_ns = xsrv_now_ns();
 	op->next = NULL;
 	if (x->sq_tail)
 		x->sq_tail->next = op;
@@ -434,6 +495,13 @@ static int xsrv_tcp_recv(struct bcp_xsrv *x, const char **why)
 				*why = "reply out of order on data connection";
 				return -EPROTO;
 			}
+			if (x->cur.opcode != (op->dir == BCP_XSRV_WRITE ?
+					      BCP_OP_DATA_WRITE :
+					      BCP_OP_DATA_READ)) {
+				*why = "reply of the wrong opcode on data "
+				       "connection";
+				return -EPROTO;
+			}
 			if (x->cur.status < 0 || op->dir == BCP_XSRV_WRITE) {
 				if (x->cur.payload_len != 0) {
 					*why = "unexpected payload in reply";
@@ -487,20 +555,58 @@ int bcp_xsrv_progress(struct bcp_xsrv *x, uint32_t revents, const char **why)
 		return 0;
 	if (revents & (EPOLLIN | EPOLLERR | EPOLLHUP))
 		ret = xsrv_tcp_recv(x, why);
-	if (!ret && x->data_fd >= 0)
+	if (!ret && x->data_fd >= 0 && !(revents & (EPOLLERR | EPOLLHUP)))
 		ret = xsrv_tcp_send(x);
+	/*
+	 * Hang-up and error are level-triggered and cannot be masked: left
+	 * open, the connection would wake the loop for ever.  What the host
+	 * sent before it went is taken above; nothing more can come.
+	 */
+	if (!ret && x->data_fd >= 0 && (revents & (EPOLLERR | EPOLLHUP))) {
+		int err = 0;
+		socklen_t elen = sizeof(err);
+
+		if (getsockopt(x->data_fd, SOL_SOCKET, SO_ERROR, &err,
+			       &elen) < 0 || err <= 0)
+			err = ECONNRESET;
+		*why = "data connection hung up";
+		ret = -err;
+	}
 	if (ret < 0 && x->data_fd >= 0)
 		bcp_xsrv_fail(x, ret);
 	return ret;
+}
+
+/* -ETIMEDOUT when the oldest transfer still posted is overdue, else 0. */
+static int xsrv_timeout_check(struct bcp_xsrv *x, const char **why)
+{
+	const struct bcp_xsrv_op *op;
+	uint64_t age;
+
+	if (!x->timeout_ms || !x->pending)
+		return 0;
+	if (x->rdma)
+		op = xrdma_oldest(x->rdma);
+	else
+		op = x->rq_head ? x->rq_head : x->sq_head;
+	if (!op)
+		return 0;
+	age = xsrv_now_ns() - op->posted_ns;
+	if (age < x->timeout_ms * 1000000ull)
+		return 0;
+	snprintf(x->why, sizeof(x->why), "transfer timed out after %llu ms",
+		 (unsigned long long)(age / 1000000));
+	*why = x->why;
+	return -ETIMEDOUT;
 }
 
 int bcp_xsrv_kick(struct bcp_xsrv *x, const char **why)
 {
 	int ret;
 
-	if (!x->rdma)
-		return 0;
-	ret = xrdma_kick(x->rdma, why);
+	ret = xsrv_timeout_check(x, why);
+	if (!ret && x->rdma)
+		ret = xrdma_kick(x->rdma, why);
 	if (ret < 0)
 		bcp_xsrv_fail(x, ret);
 	return ret;

@@ -23,6 +23,12 @@
  *        memory, chained and sent by bcp_xsrv_kick(), and complete from
  *        the completion queue (polled, or its channel in the event loop).
  *
+ * Everything the host says is untrusted: a reply is checked against the
+ * operation it must answer (request id, opcode, status, length) and any
+ * mismatch fails the whole data connection.  Per-session limits bound what
+ * regions may pin (struct bcp_xsrv_limits), and a transfer the host does
+ * not complete in time fails the data connection (bcp_xsrv_kick()).
+ *
  * Threads: one struct bcp_xsrv belongs to one event loop; no locking.
  */
 #ifndef BCP_XFER_SRV_H
@@ -55,6 +61,7 @@ struct bcp_xsrv_op {
 	uint32_t rkey;		/* rdma: remote key */
 	uint64_t req_id;
 	uint32_t sent;		/* bytes of hdr + body + payload sent */
+	uint64_t posted_ns;	/* CLOCK_MONOTONIC at bcp_xsrv_post() */
 	uint8_t hbuf[BCP_HDR_SIZE + 16];
 };
 
@@ -66,18 +73,43 @@ struct bcp_xsrv_op {
 typedef void (*bcp_xsrv_done_fn)(void *ctx, struct bcp_xsrv_op *op,
 				 int status);
 
-/* NULL when out of memory. */
+/* NULL when out of memory.  Limits start as all zero (see below). */
 struct bcp_xsrv *bcp_xsrv_create(bcp_xsrv_done_fn done, void *ctx);
 /* Fails what is still posted (-ECONNABORTED), unmaps, closes; NULL no-op. */
 void bcp_xsrv_destroy(struct bcp_xsrv *x);
 
 /*
+ * What one session may hold.  A host picks region sizes and counts, and an
+ * shm region is mapped into the agent: without a bound on their sum a few
+ * sparse memfds exhaust the agent's address space.  rdma and tcp regions
+ * pin nothing locally but count the same, so the limit means one thing
+ * whatever the transport.
+ */
+struct bcp_xsrv_limits {
+	unsigned int max_regions;	/* 0: BCP_REGIONS_MAX */
+	uint64_t max_bytes;		/* all regions; 0: no limit */
+	unsigned int timeout_ms;	/* one transfer; 0: never */
+};
+
+/*
+ * Before any region is registered (regions registered earlier stay and
+ * count); values over the built-in maxima are clamped: max_regions to
+ * BCP_REGIONS_MAX.  Registering past max_regions or past max_bytes in all
+ * is refused with -ENOSPC.  A transfer posted and not completed within
+ * timeout_ms fails the data connection (see bcp_xsrv_kick()).
+ */
+void bcp_xsrv_set_limits(struct bcp_xsrv *x,
+			 const struct bcp_xsrv_limits *l);
+
+/*
  * Register a region of kind enum bcp_region_kind.  shm: fd is the memfd
- * (borrowed: the caller closes it afterwards); it must be at least len
- * bytes.  tcp: needs an attached data connection.  Returns 0 or -errno:
- * -EEXIST (id in use), -ENOSPC (BCP_REGIONS_MAX reached), -EINVAL (size),
- * -EBADF (no or a wrong fd), -ENOTCONN (tcp without data connection),
- * -EOPNOTSUPP (kind not served).
+ * (borrowed: the caller closes it afterwards); the agent seals it against
+ * shrinking (F_SEAL_SHRINK) before it looks at its size, which must then be
+ * at least len bytes.  tcp: needs an attached data connection.  Returns 0
+ * or -errno: -EEXIST (id in use), -ENOSPC (max_regions reached, or the
+ * session's regions would exceed max_bytes in all), -EINVAL (size, 1 byte
+ * to 1 TiB), -EBADF (no or a wrong fd), -EPERM (shm: cannot be sealed),
+ * -ENOTCONN (tcp without data connection), -EOPNOTSUPP (kind not served).
  */
 int bcp_xsrv_region_register(struct bcp_xsrv *x, uint32_t id, uint32_t kind,
 			     uint64_t len, uint64_t addr, uint32_t rkey,
@@ -108,7 +140,8 @@ uint32_t bcp_xsrv_events(const struct bcp_xsrv *x);
 /*
  * Post a transfer.  0: done() will be (or already was) called exactly once.
  * -errno: nothing was posted and done() is not called (-ENOENT unknown
- * region, -EFAULT out of its bounds, -ENOTCONN no data connection).
+ * region, -EFAULT out of its bounds, -ENOTCONN no data connection,
+ * -EMSGSIZE tcp: longer than a data frame carries).
  */
 int bcp_xsrv_post(struct bcp_xsrv *x, struct bcp_xsrv_op *op);
 
@@ -116,7 +149,10 @@ int bcp_xsrv_post(struct bcp_xsrv *x, struct bcp_xsrv_op *op);
  * Drive the data connection after the poller reported revents (EPOLLIN,
  * EPOLLOUT, EPOLLERR/HUP).  Returns 0, or -errno when the connection failed
  * (everything posted has then been completed with that error and the
- * connection is closed).  *why names the cause for a log line.
+ * connection is closed).  EPOLLERR or EPOLLHUP always ends the connection
+ * once what was still readable has been taken (-ECONNRESET or the socket's
+ * error), so a level-triggered hang-up is never reported twice.  *why
+ * names the cause for a log line (valid until the next call on x).
  */
 int bcp_xsrv_progress(struct bcp_xsrv *x, uint32_t revents,
 		      const char **why);
@@ -128,12 +164,18 @@ void bcp_xsrv_fail(struct bcp_xsrv *x, int err);
 unsigned int bcp_xsrv_pending(const struct bcp_xsrv *x);
 
 /*
- * Once or twice per event-loop pass: hand what bcp_xsrv_post() queued to
- * the device (rdma chains the work requests and signals only the last)
- * and, while the completion mode polls, reap completions.  Returns 1 when
- * the loop should come back without sleeping (work queued, completions
- * reaped or a polling window open), 0 when it may sleep, or -errno as
- * bcp_xsrv_progress() when the connection failed.  shm and tcp: 0.
+ * Once or twice per event-loop pass, and at least every 200 ms: hand what
+ * bcp_xsrv_post() queued to the device (rdma chains the work requests and
+ * signals only the last) and, while the completion mode polls, reap
+ * completions.  Also enforces the transfer timeout: when the oldest
+ * transfer posted (tcp: still unsent or unanswered; rdma: queued or on the
+ * queue pair) is older than timeout_ms, everything posted completes with
+ * -ETIMEDOUT, the connection is closed and -ETIMEDOUT is returned with
+ * *why "transfer timed out after N ms".  Returns 1 when the loop should
+ * come back without sleeping (work queued, completions reaped or a
+ * polling window open), 0 when it may sleep, or -errno as
+ * bcp_xsrv_progress() when the connection failed.  shm and tcp: 0 or
+ * -ETIMEDOUT.
  */
 int bcp_xsrv_kick(struct bcp_xsrv *x, const char **why);
 
