@@ -98,6 +98,15 @@ struct agent_session *agent_session_new(struct agent_worker *w, int fd,
 	s->xsrv = bcp_xsrv_create(agent_batch_xfer_done, s);
 	if (!s->xsrv)
 		goto out_store;
+	{
+		struct bcp_xsrv_limits lim = {
+			.max_regions = agent_cfg.max_regions,
+			.max_bytes = agent_cfg.max_region_bytes,
+			.timeout_ms = agent_cfg.xfer_timeout_ms,
+		};
+
+		bcp_xsrv_set_limits(s->xsrv, &lim);
+	}
 	for (i = 0; i < AGENT_INFLIGHT_MAX; i++) {
 		s->batches[i].next = s->batch_pool;
 		s->batch_pool = &s->batches[i];
@@ -155,7 +164,8 @@ void agent_session_free(struct agent_session *s)
 	if (bcp_xsrv_fd(s->xsrv) >= 0)
 		epoll_ctl(w->epfd, EPOLL_CTL_DEL, bcp_xsrv_fd(s->xsrv), NULL);
 	bcp_xsrv_destroy(s->xsrv);
-	epoll_ctl(w->epfd, EPOLL_CTL_DEL, s->fd, NULL);
+	if (!s->ev_gone)
+		epoll_ctl(w->epfd, EPOLL_CTL_DEL, s->fd, NULL);
 	close(s->fd);
 	for (i = 0; i < s->nfds; i++)
 		close(s->fds[i]);
@@ -283,7 +293,12 @@ void agent_session_update_events(struct agent_session *s)
 		ev = EPOLLIN;
 	if (!s->peer_gone && s->wpos < s->wlen)
 		ev |= EPOLLOUT;
-	if (ev != s->ev) {
+	if (s->peer_gone) {
+		/* HUP and ERR are reported whatever the interest: stop it */
+		if (!s->ev_gone)
+			epoll_ctl(w->epfd, EPOLL_CTL_DEL, s->fd, NULL);
+		s->ev_gone = 1;
+	} else if (ev != s->ev) {
 		struct epoll_event e = { .events = ev, .data.ptr = &s->tag };
 
 		epoll_ctl(w->epfd, EPOLL_CTL_MOD, s->fd, &e);
@@ -963,8 +978,19 @@ void agent_session_on_ctl(struct agent_session *s, uint32_t events)
 		};
 		ssize_t n;
 
-		if (!iov.iov_len)
+		if (!iov.iov_len) {
+			/*
+			 * Nothing can be read until frames are served; a
+			 * hang-up must end the session now, or the
+			 * level-triggered HUP spins the worker.
+			 */
+			if (events & (EPOLLHUP | EPOLLERR)) {
+				agent_info("session %s: connection lost with "
+					   "requests unread", s->peer);
+				agent_session_close(s, 1);
+			}
 			return;
+		}
 		n = recvmsg(s->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EINTR)

@@ -97,6 +97,7 @@ struct agent_session {
 	int fd;
 	int is_unix;
 	int peer_gone;			/* control connection lost */
+	int ev_gone;			/* its fd is out of the epoll set */
 	int kick;			/* parse buffered frames again */
 	uint32_t ev;			/* epoll events registered */
 	uint32_t data_ev;
