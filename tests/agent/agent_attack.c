@@ -2443,8 +2443,9 @@ static void case_pull_status(void)
 		}
 		if (o < (uint32_t)st) {
 			if (bad++ < 3)
-				a_fail(__LINE__, "a pull returned status %d but "
-				       "byte %u is %#x (%s), states %ld..%ld",
+				a_fail(__LINE__, "a pull returned status %d "
+				       "but byte %u is %#x (%s), states "
+				       "%ld..%ld",
 				       st, o, map[o], map[o] == 0xee ?
 				       "never written" : "of no state", k0, k1);
 		}
