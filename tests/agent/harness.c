@@ -532,3 +532,136 @@ int t_raw_register_shm(int fd, uint64_t req_id, uint32_t id, int mfd,
 	T_EQ(bcp_decode(buf, (size_t)n, &rep, &why), 0);
 	return rep.hdr.status;
 }
+
+#include <sys/resource.h>
+
+int t_agent_start_args(struct t_agent *a, const char *const *extra,
+		       long nofile)
+{
+	const char *top = getenv("top_builddir");
+	char bin[512], rfd[16];
+	const char *argv[80];
+	struct pollfd pfd;
+	int p[2], n = 0, i, ok;
+	char buf[8];
+
+	if (!top)
+		top = ".";
+	snprintf(bin, sizeof(bin), "%s/agent/bluecache-agent", top);
+	if (a->secret) {
+		FILE *f = fopen(a->secret_path, "w");
+
+		if (!f)
+			t_hard("secret: %s", strerror(errno));
+		fputs(a->secret, f);
+		fclose(f);
+		chmod(a->secret_path, 0600);
+	}
+	snprintf(a->tcp_addr, sizeof(a->tcp_addr), "tcp://127.0.0.1:%d",
+		 t_free_port());
+	if (pipe(p) < 0)
+		t_hard("pipe: %s", strerror(errno));
+	snprintf(rfd, sizeof(rfd), "%d", p[1]);
+	argv[n++] = bin;
+	argv[n++] = "--root";
+	argv[n++] = a->root;
+	argv[n++] = "--listen";
+	argv[n++] = a->unix_addr;
+	argv[n++] = "--listen";
+	argv[n++] = a->tcp_addr;
+	argv[n++] = "--foreground";
+	argv[n++] = "--ready-fd";
+	argv[n++] = rfd;
+	argv[n++] = "--queue-depth";
+	argv[n++] = "4";
+	argv[n++] = "--slot-size";
+	argv[n++] = "64K";
+	argv[n++] = "--workers";
+	argv[n++] = "2";
+	argv[n++] = "--log-level";
+	argv[n++] = "info";
+	if (getenv("T_AGENT_META_IO")) {
+		argv[n++] = "--meta-io";
+		argv[n++] = getenv("T_AGENT_META_IO");
+	}
+	if (a->secret) {
+		argv[n++] = "--secret-file";
+		argv[n++] = a->secret_path;
+	}
+	for (i = 0; extra && extra[i]; i++) {
+		if (n >= (int)(sizeof(argv) / sizeof(argv[0])) - 1)
+			t_hard("too many agent arguments");
+		argv[n++] = extra[i];
+	}
+	argv[n] = NULL;
+	a->pid = fork();
+	if (a->pid < 0)
+		t_hard("fork: %s", strerror(errno));
+	if (a->pid == 0) {
+		int fd = open(a->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+		struct rlimit rl = { (rlim_t)nofile, (rlim_t)nofile };
+
+		if (fd < 0)
+			_exit(127);
+		dup2(fd, 2);
+		close(p[0]);
+		if (nofile > 0 && setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			_exit(127);
+		execv(bin, (char **)argv);
+		_exit(127);
+	}
+	close(p[1]);
+	pfd.fd = p[0];
+	pfd.events = POLLIN;
+	ok = poll(&pfd, 1, 10000) == 1 && read(p[0], buf, 6) == 6 &&
+	     !memcmp(buf, "ready\n", 6);
+	close(p[0]);
+	if (ok)
+		return 0;
+	/* the pipe closed early when the agent exited; else it hangs */
+	for (i = 0; i < 20; i++) {
+		if (waitpid(a->pid, NULL, WNOHANG) == a->pid) {
+			a->pid = -1;
+			return -EINVAL;
+		}
+		usleep(50000);
+	}
+	kill(a->pid, SIGKILL);
+	waitpid(a->pid, NULL, 0);
+	a->pid = -1;
+	return -ETIMEDOUT;
+}
+
+int t_agent_exited(struct t_agent *a)
+{
+	int st;
+
+	if (a->pid <= 0)
+		return 0;
+	if (waitpid(a->pid, &st, WNOHANG) != a->pid)
+		return -1;
+	a->pid = -1;
+	return st;
+}
+
+long t_proc_cpu_ms(pid_t pid)
+{
+	unsigned long long ut, st;
+	char path[64], line[1024], *p;
+	long hz = sysconf(_SC_CLK_TCK);
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	p = fgets(line, sizeof(line), f);
+	fclose(f);
+	/* the command name may hold spaces: fields count from its ')' */
+	if (!p || !(p = strrchr(line, ')')))
+		return -1;
+	if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+		   "%llu %llu", &ut, &st) != 2 || hz <= 0)
+		return -1;
+	return (long)((ut + st) * 1000 / (unsigned long long)hz);
+}

@@ -85,4 +85,19 @@ int t_io(struct bcp_client *c, uint16_t op, uint64_t fh, uint64_t off,
 
 uint64_t t_fnv(const void *p, size_t len);
 
+/*
+ * Start the agent as t_agent_start() does, with the NULL-terminated
+ * extra[] (any length) after the usual arguments, so a later option wins,
+ * and with RLIMIT_NOFILE set to nofile in the agent when nofile > 0.
+ * Never ends the test: returns 0 once the agent is ready, -EINVAL when it
+ * exited before (its reasons are in a->log), -ETIMEDOUT when it did not
+ * become ready within 10 s (it is killed then).
+ */
+int t_agent_start_args(struct t_agent *a, const char *const *extra,
+		       long nofile);
+/* -1 while the agent runs; else its wait status (a->pid becomes -1). */
+int t_agent_exited(struct t_agent *a);
+/* User plus system CPU time process pid has used, in ms; -1 if unknown. */
+long t_proc_cpu_ms(pid_t pid);
+
 #endif /* TESTS_AGENT_HARNESS_H */
