@@ -9,10 +9,22 @@
  *               (write_fixed, resumed on short writes) -> slot free.
  *
  * Many chunks are in flight at once, so the storage I/O of one overlaps the
- * transfer of another.  When every slot is busy, batches wait in a FIFO;
- * the staging memory is allocated once at start-up (huge pages when the
- * system has them) and registered with io_uring as fixed buffers.  A batch
- * is answered only after every chunk of it completed.
+ * transfer of another.  The staging memory is allocated once at start-up
+ * (huge pages when the system has them) and registered with io_uring as
+ * fixed buffers.  A batch is answered only after every chunk of it
+ * completed.
+ *
+ * Slots are shared fairly: a session holds at most max_slots of a worker's
+ * slots, so one whose transfers stall (a stopped host) cannot take them
+ * all, and sessions with waiting batches take turns, one chunk each, in a
+ * ring (w->bq_head); a session's own batches are served in order.  So a
+ * session with many large batches queued delays another's small one by a
+ * few chunks, not by all of its batches.
+ *
+ * A PULL segment's status is the length of the data delivered without a
+ * gap: a chunk that comes up short (end of file, a file shrinking while it
+ * is read) ends it there, even if a later chunk read data (the file grew
+ * again), since the bytes in between were never written to the host.
  *
  * Inline fast path (shm regions): the host's memory is mapped here, so a
  * segment of up to inline_max bytes is first tried with preadv2/pwritev2
@@ -134,6 +146,9 @@ static void batch_finish(struct agent_batch *b)
 	uint32_t i;
 
 	for (i = 0; i < b->count; i++) {
+		/* every chunk below lim[i] was delivered whole */
+		if (b->op == BCP_OP_BATCH_PULL && b->st[i] >= 0)
+			b->st[i] = (int32_t)b->lim[i];
 		if (b->files[i])
 			agent_store_file_put(s->store, b->files[i]);
 		b->files[i] = NULL;
@@ -163,6 +178,14 @@ static void batch_finish(struct agent_batch *b)
 	s->batch_pool = b;
 	s->batches_live--;
 	s->kick = 1;
+}
+
+/* A PULL chunk delivered data up to off only: the segment ends there. */
+static void batch_pull_short(struct agent_batch *b, uint32_t seg,
+			     uint64_t off)
+{
+	if (off < b->lim[seg])
+		b->lim[seg] = (uint32_t)off;
 }
 
 static void batch_chunk_end(struct agent_slot *sl, int res)
@@ -256,6 +279,9 @@ void agent_batch_ring_done(struct agent_worker *w, uint64_t user_data,
 
 	(void)w;
 	if (sl->state == SLOT_READING) {
+		if (res >= 0 && (uint32_t)res < sl->len)
+			batch_pull_short(sl->b, sl->seg,
+					 sl->off + (uint32_t)res);
 		if (res <= 0) {
 			batch_chunk_end(sl, res);
 			return;
@@ -279,22 +305,104 @@ void agent_batch_ring_done(struct agent_worker *w, uint64_t user_data,
 	}
 }
 
-static void batch_dequeue(struct agent_worker *w)
+/* Slots the session's chunks hold on its worker. */
+static unsigned int batch_session_slots(const struct agent_session *s)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < AGENT_INFLIGHT_MAX; i++)
+		n += s->batches[i].chunks_out;
+	return n;
+}
+
+/* Queue b behind its session's waiting batches, or on the ring. */
+static void batch_enqueue(struct agent_worker *w, struct agent_batch *b)
+{
+	struct agent_session *s = b->s;
+	unsigned int i;
+
+	b->queued = 1;
+	b->next = NULL;
+	b->snext = NULL;
+	for (i = 0; i < AGENT_INFLIGHT_MAX; i++) {
+		struct agent_batch *t = &s->batches[i];
+
+		/* the last of the session's waiting batches */
+		if (t != b && t->queued && !t->snext) {
+			t->snext = b;
+			return;
+		}
+	}
+	if (w->bq_tail)
+		w->bq_tail->next = b;
+	else
+		w->bq_head = b;
+	w->bq_tail = b;
+	w->bq_len++;
+}
+
+/* Move the ring's head to its tail: the next session's turn. */
+static void batch_ring_rotate(struct agent_worker *w)
 {
 	struct agent_batch *b = w->bq_head;
+
+	if (!b->next)
+		return;
+	w->bq_head = b->next;
+	b->next = NULL;
+	w->bq_tail->next = b;
+	w->bq_tail = b;
+}
+
+/* Skip what needs no chunk; 1 when b has a chunk left to start. */
+static int batch_more(struct agent_batch *b)
+{
+	if (b->s->peer_gone)
+		b->cur_seg = b->count;
+	while (b->cur_seg < b->count &&
+	       (b->st[b->cur_seg] < 0 ||
+		b->skip[b->cur_seg] >= b->segs[b->cur_seg].length)) {
+		b->cur_seg++;
+		b->cur_off = 0;
+	}
+	return b->cur_seg < b->count;
+}
+
+/*
+ * The ring's head has started all of its chunks: take it off; the
+ * session's next waiting batch, if any, queues at the ring's tail.
+ */
+static void batch_dequeue(struct agent_worker *w)
+{
+	struct agent_batch *b = w->bq_head, *n = b->snext;
 
 	w->bq_head = b->next;
 	if (!w->bq_head)
 		w->bq_tail = NULL;
+	if (n) {
+		if (w->bq_tail)
+			w->bq_tail->next = n;
+		else
+			w->bq_head = n;
+		w->bq_tail = n;
+	} else {
+		w->bq_len--;
+	}
 	b->next = NULL;
+	b->snext = NULL;
 	b->queued = 0;
 	if (!b->chunks_out)
 		batch_finish(b);
 }
 
-/* Start chunks while slots are free; re-entry is turned into a loop. */
+/*
+ * Start chunks while slots are free, one per session in turn, skipping
+ * sessions at max_slots; re-entry is turned into a loop.
+ */
 void agent_batch_schedule(struct agent_worker *w)
 {
+	unsigned int skipped;
+
 	if (w->in_sched) {
 		w->resched = 1;
 		return;
@@ -302,24 +410,23 @@ void agent_batch_schedule(struct agent_worker *w)
 	w->in_sched = 1;
 	do {
 		w->resched = 0;
-		while (w->bq_head && w->free_slots) {
+		skipped = 0;
+		while (w->bq_head && w->free_slots && skipped < w->bq_len) {
 			struct agent_batch *b = w->bq_head;
 			struct agent_slot *sl;
 			const struct bcp_seg *sg;
 
-			if (b->s->peer_gone)
-				b->cur_seg = b->count;
-			while (b->cur_seg < b->count &&
-			       (b->st[b->cur_seg] < 0 ||
-				b->skip[b->cur_seg] >=
-				b->segs[b->cur_seg].length)) {
-				b->cur_seg++;
-				b->cur_off = 0;
-			}
-			if (b->cur_seg >= b->count) {
+			if (!batch_more(b)) {
 				batch_dequeue(w);
+				skipped = 0;
 				continue;
 			}
+			if (batch_session_slots(b->s) >= agent_cfg.max_slots) {
+				batch_ring_rotate(w);
+				skipped++;
+				continue;
+			}
+			skipped = 0;
 			if (b->cur_off < b->skip[b->cur_seg])
 				b->cur_off = b->skip[b->cur_seg];
 			sg = &b->segs[b->cur_seg];
@@ -340,6 +447,11 @@ void agent_batch_schedule(struct agent_worker *w)
 				b->cur_off = 0;
 			}
 			b->chunks_out++;
+			/* the next session's turn before this one's next */
+			if (batch_more(b))
+				batch_ring_rotate(w);
+			else
+				batch_dequeue(w);
 			if (b->op == BCP_OP_BATCH_PULL) {
 				sl->state = SLOT_READING;
 				batch_submit_rw(sl);
@@ -391,6 +503,8 @@ static void batch_inline(struct agent_batch *b, uint32_t i)
 	}
 	w->stats.inline_segs++;
 	b->st[i] = (int32_t)n;
+	if (n == 0 && b->op == BCP_OP_BATCH_PULL)
+		batch_pull_short(b, i, 0);
 	/* a pull that read nothing hit the end of the file: done */
 	b->skip[i] = n == 0 && b->op == BCP_OP_BATCH_PULL ? sg->length :
 		     (uint32_t)n;
@@ -426,6 +540,7 @@ int agent_batch_start(struct agent_session *s, const struct bcp_msg *m)
 		b->fds[i] = -1;
 		b->st[i] = 0;
 		b->skip[i] = 0;
+		b->lim[i] = sg->length;
 		ret = bcp_xsrv_region_len(s->xsrv, sg->region_id, &rlen);
 		if (ret == 0)
 			ret = bcp_seg_check(sg, rlen, &why);
@@ -441,12 +556,7 @@ int agent_batch_start(struct agent_session *s, const struct bcp_msg *m)
 		else if (agent_cfg.inline_max)
 			batch_inline(b, i);
 	}
-	b->queued = 1;
-	if (w->bq_tail)
-		w->bq_tail->next = b;
-	else
-		w->bq_head = b;
-	w->bq_tail = b;
+	batch_enqueue(w, b);
 	agent_batch_schedule(w);
 	return 0;
 }

@@ -39,6 +39,9 @@
 
 #define MAIN_PENDING_MAX	256
 #define MAIN_FIRST_MAX		128	/* HELLO and DATA_ATTACH fit */
+#define MAIN_FDS_SPARE		64	/* epoll, rings, eventfds, pool, log */
+#define MAIN_FDS_MIN		64	/* the least budget worth serving */
+#define MAIN_ACCEPT_PAUSE_MS	100	/* out of descriptors: stop accepting */
 
 struct agent_config agent_cfg = {
 	.queue_depth = 64,
@@ -51,6 +54,16 @@ struct agent_config agent_cfg = {
 	.inline_max = 1u << 20,
 	.spin_usec = 0,
 	.meta_io = AGENT_META_SYNC,
+	.squash = AGENT_SQUASH_ROOT,
+	.anon_uid = 65534,
+	.anon_gid = 65534,
+	.max_regions = 64,
+	.max_region_bytes = 16ull << 30,
+	.max_sessions = 128,
+	.max_unauth = 32,
+	.handshake_ms = 5000,
+	.xfer_timeout_ms = 30000,
+	.pool_threads = 4,
 };
 
 /* The rdma listener's event channel (main_loop polls it), or -1. */
@@ -60,6 +73,7 @@ static char main_rdma_tag;
 struct main_listener {
 	int fd;
 	int is_unix;
+	uint64_t paused_until;		/* out of descriptors: not polled */
 	char name[300];
 	char path[108];
 };
@@ -109,6 +123,34 @@ static const char usage_text[] =
 "      --meta-io MODE        metadata operations: sync (system calls on the\n"
 "                            worker thread, the default) or uring (through\n"
 "                            the worker's io_uring)\n"
+"\n"
+"Identity and limits (see doc/security.md):\n"
+"      --squash MODE         tcp/rdma hosts: none, root (ids 0 become the\n"
+"                            anonymous ids, the default) or all\n"
+"      --anon-uid N          uid squashed ids become (default 65534)\n"
+"      --anon-gid N          gid squashed ids become (default 65534)\n"
+"      --allow-devices       let hosts create block and character devices\n"
+"      --max-handles N       handles one session holds (default: a quarter\n"
+"                            of the descriptor budget, at least 16)\n"
+"      --max-files N         open files one session holds (default: an\n"
+"                            eighth of the descriptor budget, at least 16)\n"
+"      --max-regions N       registered regions per session (1..64,\n"
+"                            default 64)\n"
+"      --max-region-bytes BYTES\n"
+"                            all regions of a session together, K/M/G\n"
+"                            suffixes allowed (default 16G)\n"
+"      --max-slots N         staging slots one session holds on a worker\n"
+"                            (default queue-depth/4, at least 1)\n"
+"      --max-sessions N      sessions on the agent (default 128)\n"
+"      --max-unauth N        connections not yet authenticated; the oldest\n"
+"                            is dropped for a new one (default 32)\n"
+"      --handshake-timeout MS\n"
+"                            connect to authenticated (default 5000)\n"
+"      --xfer-timeout MS     one transfer on a data connection (default\n"
+"                            30000, 0 = never)\n"
+"      --pool-threads N      threads for calls that may block for long\n"
+"                            (default 4)\n"
+"\n"
 "  -R, --ready-fd FD         write \"ready\\n\" to FD once listening\n"
 "  -h, --help                show this help and exit\n"
 "  -V, --version             show the version and exit\n";
@@ -130,39 +172,143 @@ static const struct option main_opts[] = {
 	{ "inline-max", required_argument, NULL, 1003 },
 	{ "spin-usec", required_argument, NULL, 1004 },
 	{ "meta-io", required_argument, NULL, 1005 },
+	{ "squash", required_argument, NULL, 1006 },
+	{ "anon-uid", required_argument, NULL, 1007 },
+	{ "anon-gid", required_argument, NULL, 1008 },
+	{ "allow-devices", no_argument, NULL, 1009 },
+	{ "max-handles", required_argument, NULL, 1010 },
+	{ "max-files", required_argument, NULL, 1011 },
+	{ "max-regions", required_argument, NULL, 1012 },
+	{ "max-region-bytes", required_argument, NULL, 1013 },
+	{ "max-slots", required_argument, NULL, 1014 },
+	{ "max-sessions", required_argument, NULL, 1015 },
+	{ "max-unauth", required_argument, NULL, 1016 },
+	{ "handshake-timeout", required_argument, NULL, 1017 },
+	{ "xfer-timeout", required_argument, NULL, 1018 },
+	{ "pool-threads", required_argument, NULL, 1019 },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
 };
 
-static int main_uint(const char *s, unsigned long long min,
-		     unsigned long long max, int suffix, unsigned int *out)
+/* A number in [min, max]; with suffix, K/M/G multiply.  0 or -EINVAL. */
+static int main_u64(const char *s, unsigned long long min,
+		    unsigned long long max, int suffix, unsigned long long *out)
 {
 	unsigned long long v;
+	unsigned int shift = 0;
 	char *end;
 
 	errno = 0;
 	v = strtoull(s, &end, 0);
 	if (errno || end == s || *s == '-')
 		return -EINVAL;
-	if (suffix && (*end == 'k' || *end == 'K')) {
-		v <<= 10;
-		end++;
-	} else if (suffix && (*end == 'm' || *end == 'M')) {
-		v <<= 20;
+	if (suffix && (*end == 'k' || *end == 'K'))
+		shift = 10;
+	else if (suffix && (*end == 'm' || *end == 'M'))
+		shift = 20;
+	else if (suffix > 1 && (*end == 'g' || *end == 'G'))
+		shift = 30;
+	if (shift) {
+		if (v > (~0ull >> shift))
+			return -EINVAL;
+		v <<= shift;
 		end++;
 	}
 	if (*end || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int main_uint(const char *s, unsigned long long min,
+		     unsigned long long max, int suffix, unsigned int *out)
+{
+	unsigned long long v;
+
+	if (max > UINT_MAX || main_u64(s, min, max, suffix, &v) < 0)
 		return -EINVAL;
 	*out = (unsigned int)v;
 	return 0;
 }
 
+/* yes/no and friends: 1, 0, or -EINVAL. */
+static int main_bool(const char *s)
+{
+	if (!strcmp(s, "true") || !strcmp(s, "yes") || !strcmp(s, "1"))
+		return 1;
+	if (!strcmp(s, "false") || !strcmp(s, "no") || !strcmp(s, "0"))
+		return 0;
+	return -EINVAL;
+}
+
+/*
+ * A numeric option: key, range, whether K/M(/G) suffixes are allowed, and
+ * where the value goes (an unsigned int, or a uint64_t when wide).
+ */
+struct main_num {
+	const char *key;
+	unsigned long long min, max;
+	int suffix;			/* 1: K/M, 2: K/M/G */
+	int wide;
+	void *to;
+	const char *range;		/* for the error line */
+};
+
+static const struct main_num main_nums[] = {
+	{ "queue-depth", 1, 4096, 0, 0, &agent_cfg.queue_depth,
+	  "1..4096" },
+	{ "workers", 1, 64, 0, 0, &agent_cfg.workers, "1..64" },
+	{ "poll-usec", 0, 1000000, 0, 0, &agent_cfg.poll_usec,
+	  "0..1000000" },
+	{ "inline-max", 0, BCP_SEG_LEN_MAX, 1, 0, &agent_cfg.inline_max,
+	  "0..8M" },
+	{ "spin-usec", 0, 10000, 0, 0, &agent_cfg.spin_usec, "0..10000" },
+	{ "anon-uid", 0, 4294967294u, 0, 0, &agent_cfg.anon_uid,
+	  "0..4294967294" },
+	{ "anon-gid", 0, 4294967294u, 0, 0, &agent_cfg.anon_gid,
+	  "0..4294967294" },
+	{ "max-handles", 16, AGENT_HANDLES_MAX, 0, 0, &agent_cfg.max_handles,
+	  "16..1048576" },
+	{ "max-files", 16, AGENT_FILES_MAX, 0, 0, &agent_cfg.max_files,
+	  "16..65536" },
+	{ "max-regions", 1, 64, 0, 0, &agent_cfg.max_regions, "1..64" },
+	{ "max-region-bytes", 4096, 1ull << 40, 2, 1,
+	  &agent_cfg.max_region_bytes, "4K..1024G" },
+	{ "max-slots", 1, 4096, 0, 0, &agent_cfg.max_slots,
+	  "1..queue-depth" },
+	{ "max-sessions", 1, 65536, 0, 0, &agent_cfg.max_sessions,
+	  "1..65536" },
+	{ "max-unauth", 1, 65536, 0, 0, &agent_cfg.max_unauth, "1..65536" },
+	{ "handshake-timeout", 10, 600000, 0, 0, &agent_cfg.handshake_ms,
+	  "10..600000 ms" },
+	{ "xfer-timeout", 0, 3600000, 0, 0, &agent_cfg.xfer_timeout_ms,
+	  "0..3600000 ms, 0 = never" },
+	{ "pool-threads", 1, 64, 0, 0, &agent_cfg.pool_threads, "1..64" },
+};
+
 /* One option from the command line or the config file.  0 or -EINVAL. */
 static int main_set(const char *key, const char *val, int from_file)
 {
-	unsigned int u;
+	const char *range = NULL;
+	unsigned long long v;
+	unsigned int u, i;
+	int b;
 
+	for (i = 0; i < sizeof(main_nums) / sizeof(main_nums[0]); i++) {
+		const struct main_num *n = &main_nums[i];
+
+		if (strcmp(key, n->key))
+			continue;
+		range = n->range;
+		if (main_u64(val, n->min, n->max, n->suffix, &v) < 0)
+			goto out_bad;
+		if (n->wide)
+			*(uint64_t *)n->to = v;
+		else
+			*(unsigned int *)n->to = (unsigned int)v;
+		return 0;
+	}
 	if (!strcmp(key, "root")) {
 		free(agent_cfg.root);
 		agent_cfg.root = strdup(val);
@@ -176,32 +322,39 @@ static int main_set(const char *key, const char *val, int from_file)
 	} else if (!strcmp(key, "secret-file")) {
 		free(agent_cfg.secret_file);
 		agent_cfg.secret_file = strdup(val);
-	} else if (!strcmp(key, "queue-depth")) {
-		if (main_uint(val, 1, 4096, 0, &u) < 0)
-			goto out_bad;
-		agent_cfg.queue_depth = u;
 	} else if (!strcmp(key, "slot-size")) {
+		range = "4K..8M, a multiple of 4K";
 		if (main_uint(val, 4096, BCP_SEG_LEN_MAX, 1, &u) < 0 ||
 		    u % 4096)
 			goto out_bad;
 		agent_cfg.slot_size = u;
-	} else if (!strcmp(key, "workers")) {
-		if (main_uint(val, 1, 64, 0, &u) < 0)
-			goto out_bad;
-		agent_cfg.workers = u;
 	} else if (!strcmp(key, "log-level")) {
 		int l = agent_log_level_parse(val);
 
+		range = "error, warning, info or debug";
 		if (l < 0)
 			goto out_bad;
 		agent_cfg.log_level = l;
 	} else if (!strcmp(key, "foreground")) {
-		if (!strcmp(val, "true") || !strcmp(val, "yes") ||
-		    !strcmp(val, "1"))
-			agent_cfg.foreground = 1;
-		else if (!strcmp(val, "false") || !strcmp(val, "no") ||
-			 !strcmp(val, "0"))
-			agent_cfg.foreground = 0;
+		range = "yes or no";
+		b = main_bool(val);
+		if (b < 0)
+			goto out_bad;
+		agent_cfg.foreground = b;
+	} else if (!strcmp(key, "allow-devices")) {
+		range = "yes or no";
+		b = main_bool(val);
+		if (b < 0)
+			goto out_bad;
+		agent_cfg.allow_devices = b;
+	} else if (!strcmp(key, "squash")) {
+		range = "none, root or all";
+		if (!strcmp(val, "none"))
+			agent_cfg.squash = AGENT_SQUASH_NONE;
+		else if (!strcmp(val, "root"))
+			agent_cfg.squash = AGENT_SQUASH_ROOT;
+		else if (!strcmp(val, "all"))
+			agent_cfg.squash = AGENT_SQUASH_ALL;
 		else
 			goto out_bad;
 	} else if (!strcmp(key, "rdma-listen")) {
@@ -214,11 +367,13 @@ static int main_set(const char *key, const char *val, int from_file)
 				  "--with-rdma)");
 			return -EINVAL;
 		}
+		range = "ADDR[:PORT], IPv6 in brackets";
 		if (ret < 0)
 			goto out_bad;
 		free(agent_cfg.rdma_listen);
 		agent_cfg.rdma_listen = strdup(val);
 	} else if (!strcmp(key, "completion")) {
+		range = "poll, event or adaptive";
 		if (!strcmp(val, "poll"))
 			agent_cfg.completion = BCP_XSRV_CQ_POLL;
 		else if (!strcmp(val, "event"))
@@ -227,19 +382,8 @@ static int main_set(const char *key, const char *val, int from_file)
 			agent_cfg.completion = BCP_XSRV_CQ_ADAPTIVE;
 		else
 			goto out_bad;
-	} else if (!strcmp(key, "poll-usec")) {
-		if (main_uint(val, 0, 1000000, 0, &u) < 0)
-			goto out_bad;
-		agent_cfg.poll_usec = u;
-	} else if (!strcmp(key, "inline-max")) {
-		if (main_uint(val, 0, BCP_SEG_LEN_MAX, 1, &u) < 0)
-			goto out_bad;
-		agent_cfg.inline_max = u;
-	} else if (!strcmp(key, "spin-usec")) {
-		if (main_uint(val, 0, 10000, 0, &u) < 0)
-			goto out_bad;
-		agent_cfg.spin_usec = u;
 	} else if (!strcmp(key, "meta-io")) {
+		range = "sync or uring";
 		if (!strcmp(val, "sync"))
 			agent_cfg.meta_io = AGENT_META_SYNC;
 		else if (!strcmp(val, "uring"))
@@ -247,6 +391,7 @@ static int main_set(const char *key, const char *val, int from_file)
 		else
 			goto out_bad;
 	} else if (!strcmp(key, "ready-fd")) {
+		range = "a descriptor number";
 		if (main_uint(val, 0, INT_MAX, 0, &u) < 0)
 			goto out_bad;
 		agent_cfg.ready_fd = (int)u;
@@ -258,7 +403,7 @@ static int main_set(const char *key, const char *val, int from_file)
 	return 0;
 
 out_bad:
-	agent_err("invalid value '%s' for %s (see --help)", val, key);
+	agent_err("invalid value '%s' for %s: expected %s", val, key, range);
 	return -EINVAL;
 }
 
@@ -315,6 +460,9 @@ static int main_parse(int argc, char **argv)
 		case 'f':
 			agent_cfg.foreground = 1;
 			continue;
+		case 1009:
+			agent_cfg.allow_devices = 1;
+			continue;
 		case 'l':
 			if (!have_listen) {
 				/* the command line replaces the file's */
@@ -338,6 +486,19 @@ static int main_parse(int argc, char **argv)
 		case 1003: key = "inline-max"; break;
 		case 1004: key = "spin-usec"; break;
 		case 1005: key = "meta-io"; break;
+		case 1006: key = "squash"; break;
+		case 1007: key = "anon-uid"; break;
+		case 1008: key = "anon-gid"; break;
+		case 1010: key = "max-handles"; break;
+		case 1011: key = "max-files"; break;
+		case 1012: key = "max-regions"; break;
+		case 1013: key = "max-region-bytes"; break;
+		case 1014: key = "max-slots"; break;
+		case 1015: key = "max-sessions"; break;
+		case 1016: key = "max-unauth"; break;
+		case 1017: key = "handshake-timeout"; break;
+		case 1018: key = "xfer-timeout"; break;
+		case 1019: key = "pool-threads"; break;
 		default:
 			fputs("Try 'bluecache-agent --help'.\n", stderr);
 			return -EINVAL;
@@ -362,6 +523,70 @@ static int main_parse(int argc, char **argv)
 
 		agent_cfg.workers = n < 1 ? 1 : n > 4 ? 4 : (unsigned int)n;
 	}
+	if (agent_cfg.max_slots > agent_cfg.queue_depth) {
+		agent_err("invalid value '%u' for max-slots: expected "
+			  "1..queue-depth (%u)", agent_cfg.max_slots,
+			  agent_cfg.queue_depth);
+		return -EINVAL;
+	}
+	if (!agent_cfg.max_slots)
+		agent_cfg.max_slots = agent_cfg.queue_depth / 4 ?
+				      agent_cfg.queue_depth / 4 : 1;
+	return 0;
+}
+
+/*
+ * Descriptors: raise the soft limit to the hard one, keep a reserve for
+ * listeners, connections in handshake and every session's sockets, and
+ * let the handles and open files of all sessions share the rest
+ * (agent_fds_budget).  Derives the per-session defaults from it.
+ */
+static int main_fds(void)
+{
+	long reserve = (long)agent_cfg.max_sessions * 4 + MAIN_PENDING_MAX +
+		       MAIN_FDS_SPARE;
+	struct rlimit rl;
+	long lim, per;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0) {
+		agent_err("getrlimit(RLIMIT_NOFILE): %s", strerror(errno));
+		return -errno;
+	}
+	if (rl.rlim_cur < rl.rlim_max) {
+		struct rlimit want = { rl.rlim_max, rl.rlim_max };
+
+		/* an unlimited hard limit is capped by fs.nr_open */
+		if (setrlimit(RLIMIT_NOFILE, &want) == 0)
+			rl.rlim_cur = rl.rlim_max;
+	}
+	lim = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > INT_MAX ?
+	      INT_MAX : (long)rl.rlim_cur;
+	if (lim - reserve < MAIN_FDS_MIN) {
+		agent_err("descriptor limit %ld is too small: %ld are kept for "
+			  "connections (max-sessions %u) and at least %d are "
+			  "needed for files; raise it (ulimit -n, "
+			  "LimitNOFILE=) to %ld or lower --max-sessions",
+			  lim, reserve, agent_cfg.max_sessions, MAIN_FDS_MIN,
+			  reserve + MAIN_FDS_MIN);
+		return -EMFILE;
+	}
+	agent_fds_budget = lim - reserve;
+	if (!agent_cfg.max_handles) {
+		per = agent_fds_budget / 4;
+		agent_cfg.max_handles = per < 16 ? 16 :
+					per > AGENT_HANDLES_MAX ?
+					AGENT_HANDLES_MAX : (unsigned int)per;
+	}
+	if (!agent_cfg.max_files) {
+		per = agent_fds_budget / 8;
+		agent_cfg.max_files = per < 16 ? 16 :
+				      per > AGENT_FILES_MAX ?
+				      AGENT_FILES_MAX : (unsigned int)per;
+	}
+	agent_dbg("descriptors: limit %ld, %ld for files and handles; per "
+		  "session at most %u handles, %u open files", lim,
+		  agent_fds_budget, agent_cfg.max_handles,
+		  agent_cfg.max_files);
 	return 0;
 }
 
@@ -495,6 +720,68 @@ static void main_pending_drop(int epfd, struct main_pending *p)
 	p->fd = -1;
 }
 
+/* The oldest connection still in handshake (the table is full). */
+static struct main_pending *main_pending_oldest(void)
+{
+	struct main_pending *old = &pending[0];
+	unsigned int i;
+
+	for (i = 1; i < MAIN_PENDING_MAX; i++)
+		if (pending[i].t0 < old->t0)
+			old = &pending[i];
+	return old;
+}
+
+/*
+ * accept4() found no descriptor: the listener stays readable, so stop
+ * polling it for a while instead of spinning on it.  Logged at most every
+ * ten seconds.
+ */
+static void main_accept_pause(int epfd, struct main_listener *l, int err)
+{
+	static uint64_t logged;
+	static unsigned int quiet;
+	struct epoll_event ev = { .events = 0, .data.ptr = l };
+	uint64_t now = agent_now_ns();
+
+	l->paused_until = now + MAIN_ACCEPT_PAUSE_MS * 1000000ull;
+	epoll_ctl(epfd, EPOLL_CTL_MOD, l->fd, &ev);
+	if (logged && now - logged < 10000000000ull) {
+		quiet++;
+		return;
+	}
+	agent_warn("accept on %s: %s; not accepting for %d ms (%u more "
+		   "times since the last warning)", l->name, strerror(err),
+		   MAIN_ACCEPT_PAUSE_MS, quiet);
+	logged = now;
+	quiet = 0;
+}
+
+/* Poll paused listeners again; the epoll timeout until the next one. */
+static int main_accept_resume(int epfd, int timeout)
+{
+	uint64_t now = agent_now_ns();
+	unsigned int i;
+
+	for (i = 0; i < nlisteners; i++) {
+		struct main_listener *l = &listeners[i];
+		struct epoll_event ev = { .events = EPOLLIN, .data.ptr = l };
+		uint64_t left;
+
+		if (!l->paused_until)
+			continue;
+		if (now >= l->paused_until) {
+			l->paused_until = 0;
+			epoll_ctl(epfd, EPOLL_CTL_MOD, l->fd, &ev);
+			continue;
+		}
+		left = (l->paused_until - now) / 1000000 + 1;
+		if (left < (uint64_t)timeout)
+			timeout = (int)left;
+	}
+	return timeout;
+}
+
 static void main_accept(int epfd, struct main_listener *l)
 {
 	for (;;) {
@@ -505,8 +792,10 @@ static void main_accept(int epfd, struct main_listener *l)
 
 		fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
-			if (errno != EAGAIN && errno != EINTR &&
-			    errno != ECONNABORTED)
+			if (errno == EMFILE || errno == ENFILE)
+				main_accept_pause(epfd, l, errno);
+			else if (errno != EAGAIN && errno != EINTR &&
+				 errno != ECONNABORTED)
 				agent_warn_rl("accept on %s: %s", l->name,
 					      strerror(errno));
 			return;
@@ -518,11 +807,16 @@ static void main_accept(int epfd, struct main_listener *l)
 			}
 		}
 		if (!p) {
+			/*
+			 * A real host sends its first frame at once: the
+			 * oldest silent connection makes room, so a flood
+			 * of them cannot lock the hosts out.
+			 */
+			p = main_pending_oldest();
 			agent_warn_rl("limit of %d connections in handshake "
-				      "reached; refusing one",
-				      MAIN_PENDING_MAX);
-			close(fd);
-			continue;
+				      "reached; dropping the oldest, from %s",
+				      MAIN_PENDING_MAX, p->peer);
+			main_pending_drop(epfd, p);
 		}
 		if (!l->is_unix) {
 			int one = 1;
@@ -566,6 +860,8 @@ static void main_first_frame(int epfd, struct main_pending *p)
 	ssize_t n;
 	int ret;
 
+	if (p->fd < 0)		/* dropped earlier in this round of events */
+		return;
 	want = BCP_HDR_SIZE;
 	if (p->got >= BCP_HDR_SIZE) {
 		bcp_dec_hdr(p->buf, &h);
@@ -603,9 +899,9 @@ static void main_first_frame(int epfd, struct main_pending *p)
 			return;
 		}
 		if (h.opcode == BCP_OP_HELLO &&
-		    agent_sessions_live() >= AGENT_SESSIONS_MAX) {
-			agent_warn("session limit (%d) reached; refusing %s",
-				   AGENT_SESSIONS_MAX, p->peer);
+		    agent_sessions_live() >= agent_cfg.max_sessions) {
+			agent_warn_rl("session limit (%u) reached; refusing %s",
+				      agent_cfg.max_sessions, p->peer);
 			main_refuse(epfd, p, &h, -EBUSY);
 			return;
 		}
@@ -722,9 +1018,12 @@ static int main_loop(int sfd)
 	}
 	while (!quit) {
 		uint64_t now;
-		int n, j;
+		int n, j, timeout;
 
-		n = epoll_wait(epfd, evs, 32, 500);
+		timeout = agent_cfg.handshake_ms < 500 ?
+			  (int)agent_cfg.handshake_ms : 500;
+		timeout = main_accept_resume(epfd, timeout);
+		n = epoll_wait(epfd, evs, 32, timeout);
 		if (n < 0 && errno != EINTR) {
 			agent_err("epoll_wait: %s", strerror(errno));
 			break;
@@ -756,10 +1055,11 @@ static int main_loop(int sfd)
 		for (i = 0; i < MAIN_PENDING_MAX; i++) {
 			if (pending[i].fd >= 0 &&
 			    now - pending[i].t0 >
-				    AGENT_HANDSHAKE_MS * 1000000ull) {
-				agent_warn("connection from %s sent nothing "
-					   "within %d ms; closing",
-					   pending[i].peer, AGENT_HANDSHAKE_MS);
+				    agent_cfg.handshake_ms * 1000000ull) {
+				agent_warn_rl("connection from %s sent nothing "
+					      "within %u ms; closing",
+					      pending[i].peer,
+					      agent_cfg.handshake_ms);
 				main_pending_drop(epfd, &pending[i]);
 			}
 		}
@@ -774,7 +1074,6 @@ static int main_loop(int sfd)
 int main(int argc, char **argv)
 {
 	struct agent_stats total;
-	struct rlimit rl;
 	sigset_t mask;
 	unsigned int i;
 	int sfd, daemon_fd = -1, ret;
@@ -796,10 +1095,9 @@ int main(int argc, char **argv)
 		agent_err("data root %s: %s", agent_cfg.root, strerror(errno));
 		return 1;
 	}
-	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
+	ret = main_fds();
+	if (ret < 0)
+		return 1;
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);

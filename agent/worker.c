@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 
 #include "worker_i.h"
 
@@ -29,12 +30,93 @@ static struct agent_worker *workers;
 static unsigned int nworkers;
 static atomic_uint hand_rr;
 atomic_uint agent_live_sessions;
+/*
+ * Sessions in SESS_AUTH on the whole agent: the sum of every worker's
+ * nunauth, each worker adding its own changes.
+ */
+static atomic_uint worker_unauth;
+/* HELLOs handed to an inbox, not yet taken by their worker. */
+static atomic_uint worker_hellos;
 atomic_long agent_fds_used;
 long agent_fds_budget = 1L << 30;	/* main.c sets it from RLIMIT_NOFILE */
 
+/*
+ * Sessions that count against max_sessions: the authenticated ones, and
+ * those not yet authenticated up to max_unauth; beyond that these make
+ * room for each other (the oldest is dropped), so a flood of them cannot
+ * make the agent refuse a real host.
+ */
 unsigned int agent_sessions_live(void)
 {
-	return atomic_load(&agent_live_sessions);
+	unsigned int live = atomic_load(&agent_live_sessions);
+	unsigned int unauth = atomic_load(&worker_unauth) +
+			      atomic_load(&worker_hellos);
+
+	if (unauth > live)
+		unauth = live;
+	return live - unauth + (unauth < agent_cfg.max_unauth ?
+				unauth : agent_cfg.max_unauth);
+}
+
+/*
+ * Count this worker's sessions still in SESS_AUTH and carry the change to
+ * the agent-wide count.  Idempotent: any path that may have moved a
+ * session out of SESS_AUTH (authenticated, closed, freed) calls it after
+ * the change, and the loop calls it once per pass.
+ */
+static void worker_unauth_sync(struct agent_worker *w)
+{
+	struct agent_session *s;
+	unsigned int n = 0;
+
+	for (s = w->sessions; s; s = s->next)
+		if (s->state == SESS_AUTH)
+			n++;
+	if (n > w->nunauth)
+		atomic_fetch_add(&worker_unauth, n - w->nunauth);
+	else if (n < w->nunauth)
+		atomic_fetch_sub(&worker_unauth, w->nunauth - n);
+	w->nunauth = n;
+}
+
+void agent_worker_unauth_done(struct agent_session *s)
+{
+	worker_unauth_sync(s->w);
+}
+
+/*
+ * A new HELLO while max_unauth connections are unauthenticated: close this
+ * worker's oldest one.  A real host authenticates within a millisecond of
+ * its HELLO, so it is never the oldest for long, while connections that
+ * never authenticate make room for each other instead of locking hosts out.
+ */
+static void worker_unauth_make_room(struct agent_worker *w)
+{
+	struct agent_session *s, *old;
+	char c;
+
+	if (atomic_load(&worker_unauth) < agent_cfg.max_unauth)
+		return;
+	for (;;) {
+		old = NULL;
+		for (s = w->sessions; s; s = s->next)
+			if (s->state == SESS_AUTH &&
+			    (!old || s->t_start < old->t_start))
+				old = s;
+		if (!old)
+			return;
+		/* its AUTH may be waiting unread: serve it, not drop it */
+		if (recv(old->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) != 1)
+			break;
+		agent_session_on_ctl(old, EPOLLIN);
+		if (old->state == SESS_AUTH)
+			break;
+	}
+	agent_warn_rl("limit of %u unauthenticated connections reached; "
+		      "dropping the oldest, from %s", agent_cfg.max_unauth,
+		      old->peer);
+	agent_session_close(old, 1);
+	worker_unauth_sync(w);
 }
 
 static void worker_reap(struct agent_worker *w)
@@ -78,6 +160,40 @@ void agent_worker_job_done(struct agent_job *j)
 		agent_dbg("inbox eventfd: %s", strerror(errno));
 }
 
+/*
+ * The inbox, newest first, in arrival order.  HELLOs beyond the newest
+ * max_unauth would only make room for the later ones (see
+ * worker_unauth_make_room()): they are dropped here, before a session is
+ * set up for them, so a flood of them costs little.
+ */
+static struct agent_inbox_item *worker_inbox_order(
+	struct agent_inbox_item *it)
+{
+	struct agent_inbox_item *out = NULL, *next;
+	unsigned int hellos = 0;
+	struct bcp_hdr h;
+
+	for (; it; it = next) {
+		next = it->next;
+		bcp_dec_hdr(it->frame, &h);
+		if (h.opcode == BCP_OP_HELLO)
+			atomic_fetch_sub(&worker_hellos, 1);
+		if (h.opcode == BCP_OP_HELLO &&
+		    ++hellos > agent_cfg.max_unauth) {
+			agent_warn_rl("limit of %u unauthenticated connections "
+				      "reached; dropping the oldest, from %s",
+				      agent_cfg.max_unauth, it->peer);
+			close(it->fd);
+			atomic_fetch_sub(&agent_live_sessions, 1);
+			free(it);
+			continue;
+		}
+		it->next = out;
+		out = it;
+	}
+	return out;
+}
+
 static void worker_inbox(struct agent_worker *w)
 {
 	struct agent_inbox_item *it, *next;
@@ -96,6 +212,7 @@ static void worker_inbox(struct agent_worker *w)
 		jnext = j->next;
 		j->done(j);
 	}
+	it = worker_inbox_order(it);
 	for (; it; it = next) {
 		struct agent_session *s;
 		enum bcp_err why = BCP_E_OK;
@@ -116,6 +233,7 @@ static void worker_inbox(struct agent_worker *w)
 		} else if (m.hdr.opcode == BCP_OP_DATA_ATTACH) {
 			agent_session_attach(w, it->fd, it->peer, &m);
 		} else {
+			worker_unauth_make_room(w);
 			s = agent_session_new(w, it->fd, it->peer,
 					      it->is_unix);
 			if (!s) {
@@ -124,7 +242,9 @@ static void worker_inbox(struct agent_worker *w)
 				close(it->fd);
 				atomic_fetch_sub(&agent_live_sessions, 1);
 			} else {
+				worker_unauth_sync(w);
 				agent_session_hello(s, &m);
+				worker_unauth_sync(w);
 			}
 		}
 		free(it);
@@ -139,9 +259,10 @@ static void worker_pass(struct agent_worker *w)
 	for (s = w->sessions; s; s = next) {
 		next = s->next;
 		if (s->state == SESS_AUTH &&
-		    now - s->t_start > AGENT_HANDSHAKE_MS * 1000000ull) {
-			agent_warn("session %s: no authentication within %u "
-				   "ms; closing", s->peer, AGENT_HANDSHAKE_MS);
+		    now - s->t_start > agent_cfg.handshake_ms * 1000000ull) {
+			agent_warn_rl("session %s: no authentication within "
+				      "%u ms; closing", s->peer,
+				      agent_cfg.handshake_ms);
 			agent_session_close(s, 1);
 		}
 		if (w->stopping && s->state != SESS_CLOSING &&
@@ -163,6 +284,7 @@ static void worker_pass(struct agent_worker *w)
 		}
 		agent_session_update_events(s);
 	}
+	worker_unauth_sync(w);
 }
 
 /* Let every session's transport post and poll; 1 = do not sleep. */
@@ -213,7 +335,7 @@ static void *worker_main(void *arg)
 	int busy = 0, spin = 0;
 
 	while (!w->stopping || w->nsessions) {
-		int n, i;
+		int n, i, inbox;
 
 		n = worker_wait(w, evs, 64, busy, &spin);
 		if (n < 0 && errno != EINTR) {
@@ -226,6 +348,7 @@ static void *worker_main(void *arg)
 			w->stop_deadline = agent_now_ns() +
 					   AGENT_DRAIN_MS * 1000000ull;
 		}
+		inbox = 0;
 		for (i = 0; i < n; i++) {
 			struct agent_tag *t = evs[i].data.ptr;
 
@@ -234,7 +357,7 @@ static void *worker_main(void *arg)
 				worker_reap(w);
 				break;
 			case AGENT_TAG_INBOX:
-				worker_inbox(w);
+				inbox = 1;
 				break;
 			case AGENT_TAG_CTL:
 				agent_session_on_ctl(t->ptr, evs[i].events);
@@ -244,6 +367,13 @@ static void *worker_main(void *arg)
 				break;
 			}
 		}
+		/*
+		 * New connections after the sessions' frames: an AUTH that
+		 * arrived with a flood of HELLOs is served before they make
+		 * room by dropping the oldest unauthenticated sessions.
+		 */
+		if (inbox)
+			worker_inbox(w);
 		worker_reap(w);
 		agent_batch_schedule(w);
 		io_uring_submit(&w->ring.ring);
@@ -372,6 +502,8 @@ void agent_worker_hand(int fd, const char *peer, const void *frame,
 	} else {
 		w = &workers[atomic_fetch_add(&hand_rr, 1) % nworkers];
 	}
+	if (h.opcode == BCP_OP_HELLO)
+		atomic_fetch_add(&worker_hellos, 1);
 	pthread_mutex_lock(&w->inbox_lock);
 	it->next = w->inbox;
 	w->inbox = it;

@@ -58,8 +58,11 @@ struct agent_batch {
 	uint32_t cur_seg;		/* next chunk to start */
 	uint64_t cur_off;
 	uint32_t chunks_out;		/* chunks holding a slot */
-	int queued;			/* on the worker's batch queue */
-	struct agent_batch *next;	/* queue or session free list */
+	int queued;			/* waiting for slots */
+	struct agent_batch *next;	/* worker's ring or session free list */
+	struct agent_batch *snext;	/* next waiting batch of the session */
+	uint32_t lim[BCP_SEGS_MAX];	/* PULL: end of the data delivered
+					 * without a gap (short chunks) */
 	struct bcp_seg segs[BCP_SEGS_MAX];
 	int32_t st[BCP_SEGS_MAX];
 	uint32_t skip[BCP_SEGS_MAX];	/* bytes already moved inline */
@@ -147,11 +150,17 @@ struct agent_worker {
 	struct agent_slot *slots;
 	struct agent_slot *free_slots;
 	unsigned int nfree;
-	/* batches waiting for slots (FIFO) */
+	/*
+	 * Batches waiting for slots: a ring with the first waiting batch of
+	 * each session, served one chunk per turn; a session's other
+	 * waiting batches follow its first through snext.
+	 */
 	struct agent_batch *bq_head, *bq_tail;
+	unsigned int bq_len;		/* sessions on the ring */
 	int in_sched, resched;
 	struct agent_session *sessions;
 	unsigned int nsessions;
+	unsigned int nunauth;		/* sessions in SESS_AUTH, counted */
 	int stopping;
 	uint64_t stop_deadline;
 	struct agent_stats stats;
@@ -165,6 +174,12 @@ struct agent_worker {
 
 /* worker.c: a pool thread hands a finished job back to its worker. */
 void agent_worker_job_done(struct agent_job *j);
+/*
+ * worker.c: s may have left SESS_AUTH (authenticated or closing); call
+ * after the state changed.  Keeps the agent-wide count of unauthenticated
+ * sessions (--max-unauth) exact between passes of the loop.
+ */
+void agent_worker_unauth_done(struct agent_session *s);
 
 /* session.c */
 struct agent_session *agent_session_new(struct agent_worker *w, int fd,

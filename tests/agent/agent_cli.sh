@@ -45,9 +45,53 @@ grep -q "invalid value '0' for queue-depth" "$tmp/out" || fail "bad value not ex
 [ $? -eq 2 ] || fail "meta-io async accepted"
 grep -q "invalid value 'async' for meta-io" "$tmp/out" || fail "bad meta-io not explained"
 
+# the identity and limit options: bad values name the option and the range
+bad() {
+	want="$1"; shift
+	"$agent" --root "$tmp/root" "$@" > "$tmp/out" 2>&1
+	rc=$?
+	[ $rc -eq 2 ] || { cat "$tmp/out"; fail "$* exits $rc, not 2"; }
+	[ "$(wc -l < "$tmp/out")" -eq 1 ] || { cat "$tmp/out"; fail "$*: not one line"; }
+	grep -q -- "$want" "$tmp/out" || { cat "$tmp/out"; fail "$*: not explained"; }
+}
+bad "invalid value 'some' for squash: expected none, root or all" --squash some
+bad "invalid value '65' for max-regions: expected 1..64" --max-regions 65
+bad "invalid value '2T' for max-region-bytes: expected 4K..1024G" \
+	--max-region-bytes 2T
+bad "invalid value '65' for max-slots: expected 1..queue-depth (64)" \
+	--max-slots 65
+bad "invalid value '9' for max-slots: expected 1..queue-depth (8)" \
+	--max-slots 9 --queue-depth 8
+bad "invalid value '0' for max-sessions: expected 1..65536" --max-sessions 0
+bad "invalid value '5s' for handshake-timeout: expected 10..600000 ms" \
+	--handshake-timeout 5s
+bad "invalid value '-1' for xfer-timeout" --xfer-timeout -1
+bad "invalid value '15' for max-handles: expected 16..1048576" \
+	--max-handles 15
+bad "invalid value '4294967295' for anon-uid" --anon-uid 4294967295
+bad "invalid value '0' for pool-threads: expected 1..64" --pool-threads 0
+printf '[agent]\nroot = %s\nallow-devices = maybe\n' "$tmp/root" > "$tmp/b.conf"
+"$agent" --config "$tmp/b.conf" > "$tmp/out" 2>&1
+[ $? -eq 2 ] || fail "allow-devices = maybe accepted"
+grep -q "invalid value 'maybe' for allow-devices: expected yes or no" \
+	"$tmp/out" || { cat "$tmp/out"; fail "bad allow-devices not explained"; }
+
+# too few descriptors for the sessions allowed: one clear line, exit 1
+(ulimit -n 200 && exec "$agent" --root "$tmp/root" --listen "unix:$tmp/n" \
+	--foreground) > "$tmp/out" 2>&1
+rc=$?
+[ $rc -eq 1 ] || { cat "$tmp/out"; fail "tiny descriptor limit: exit $rc"; }
+[ "$(wc -l < "$tmp/out")" -eq 1 ] || { cat "$tmp/out"; fail "fd limit: not one line"; }
+grep -q 'descriptor limit 200 is too small.*--max-sessions' "$tmp/out" ||
+	{ cat "$tmp/out"; fail "tiny descriptor limit not explained"; }
+
 # a configuration file is read, and the command line overrides it
 printf '[agent]\nroot = %s\nlisten = tcp://0.0.0.0:1\nlog-level = debug\n' \
 	"$tmp/root" > "$tmp/c.conf"
+printf 'squash = all\nallow-devices = yes\nmax-region-bytes = 1G\n' \
+	>> "$tmp/c.conf"
+printf 'max-slots = 2\nhandshake-timeout = 250\nxfer-timeout = 0\n' \
+	>> "$tmp/c.conf"
 "$agent" --config "$tmp/c.conf" --foreground > "$tmp/out" 2>&1
 grep -q 'refusing to listen on tcp://0.0.0.0:1' "$tmp/out" ||
 	{ cat "$tmp/out"; fail "config file not read"; }

@@ -664,4 +664,65 @@ long t_proc_cpu_ms(pid_t pid)
 		   "%llu %llu", &ut, &st) != 2 || hz <= 0)
 		return -1;
 	return (long)((ut + st) * 1000 / (unsigned long long)hz);
+
+#include <sys/mman.h>	/* memfd_create, mmap: the raw shm helpers below */
+
+int t_raw_shm_session(struct t_agent *a, const char *name, size_t rlen,
+		      uint8_t **region, uint64_t *fh)
+{
+	uint8_t buf[1024];
+	struct bcp_msg m, rep;
+	uint64_t root;
+	void *p;
+	int fd, mfd;
+
+	fd = t_raw_connect(a, 0);
+	T_EQ(t_raw_handshake(fd, a->secret, &root, NULL), 0);
+	mfd = memfd_create("t-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (mfd < 0 || ftruncate(mfd, (off_t)rlen) < 0)
+		t_hard("memfd: %s", strerror(errno));
+	p = mmap(NULL, rlen, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	if (p == MAP_FAILED)
+		t_hard("mmap: %s", strerror(errno));
+	T_EQ(t_raw_register_shm(fd, 3, 7, mfd, rlen), 0);
+	close(mfd);
+	bcp_msg_init(&m, BCP_OP_LOOKUP, 4);
+	m.u.named_req.parent = root;
+	m.u.named_req.name_len = (uint16_t)strlen(name);
+	m.name = name;
+	T_EQ(t_raw_call(fd, &m, &rep, buf, sizeof(buf)), 0);
+	bcp_msg_init(&m, BCP_OP_OPEN, 5);
+	m.u.open_req.handle = rep.u.entry_rep.entry.handle;
+	m.u.open_req.flags = O_RDWR;
+	T_EQ(t_raw_call(fd, &m, &rep, buf, sizeof(buf)), 0);
+	*fh = rep.u.open_rep.fh;
+	*region = p;
+	return fd;
+}
+
+int t_raw_send(int fd, struct bcp_msg *m)
+{
+	static _Thread_local uint8_t buf[BCP_FRAME_MAX];
+	int n;
+
+	n = bcp_encode(buf, sizeof(buf), m);
+	if (n < 0)
+		t_hard("encode %s: %s", bcp_op_name(m->hdr.opcode),
+		       strerror(-n));
+	return bcp_frame_send(fd, buf, (size_t)n, -1) < 0 ? -EPIPE : 0;
+}
+
+int t_raw_recv(int fd, struct bcp_msg *rep, void *buf, size_t cap,
+	       int timeout_ms)
+{
+	enum bcp_err why;
+	int n;
+
+	n = bcp_frame_recv(fd, buf, cap, NULL, timeout_ms, &why);
+	if (n <= 0)
+		return n == 0 ? -ECONNRESET : n;
+	if (bcp_decode(buf, (size_t)n, rep, &why) < 0)
+		t_fail("agent sent an undecodable reply: %s",
+		       bcp_err_str(why));
+	return 0;
 }

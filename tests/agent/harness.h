@@ -100,4 +100,17 @@ int t_agent_exited(struct t_agent *a);
 /* User plus system CPU time process pid has used, in ms; -1 if unknown. */
 long t_proc_cpu_ms(pid_t pid);
 
+/*
+ * Raw session on the unix socket (HELLO+AUTH), with a sealed memfd of rlen
+ * bytes registered as shm region 7 (mapped at *region) and the object
+ * name opened read-write (*fh).  Returns the control fd.
+ */
+int t_raw_shm_session(struct t_agent *a, const char *name, size_t rlen,
+		      uint8_t **region, uint64_t *fh);
+/* Send m without waiting for the reply; 0 or -errno. */
+int t_raw_send(int fd, struct bcp_msg *m);
+/* Receive one frame into buf (cap) and decode it into rep; -errno. */
+int t_raw_recv(int fd, struct bcp_msg *rep, void *buf, size_t cap,
+	       int timeout_ms);
+
 #endif /* TESTS_AGENT_HARNESS_H */
