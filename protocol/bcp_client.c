@@ -68,12 +68,15 @@
 #define BCP_CLIENT_HAVE_RDMA		0
 #endif
 
-/* The client whose receiver runs on this thread, if any. */
-static __thread struct bcp_client *client_receiver_of;
+/*
+ * The client whose receiver or sender runs on this thread, if any: done()
+ * callbacks run there, and neither may wait for the sender.
+ */
+static __thread struct bcp_client *client_worker_of;
 
-static int client_on_receiver(const struct bcp_client *c)
+static int client_on_worker(const struct bcp_client *c)
 {
-	return client_receiver_of == c;
+	return client_worker_of == c;
 }
 
 static uint64_t client_now_ms(void)
@@ -817,7 +820,7 @@ static void *receiver_main(void *arg)
 	char msg[512];
 	int n;
 
-	client_receiver_of = c;
+	client_worker_of = c;
 	for (;;) {
 		n = bcp_frame_read(&c->rd, c->ctl, &f, &why);
 		if (n == 0 || n == -ECONNRESET) {
@@ -1098,6 +1101,7 @@ static void *sender_main(void *arg)
 	int idle = 0, r;
 	long ns;
 
+	client_worker_of = c;
 	pthread_mutex_lock(&c->qlock);
 	while (c->state == BCP_CLIENT_READY) {
 		if (c->nposts) {
@@ -1135,11 +1139,16 @@ static void *sender_main(void *arg)
 			pthread_mutex_lock(&c->qlock);
 			continue;
 		}
+		/*
+		 * With a timeout, wake at least every scan period: a
+		 * request sent from another thread (client_send_direct,
+		 * bcp_client_call) does not wake the sender.
+		 */
 		pthread_mutex_lock(&c->wlock);
 		busy = c->nbusy;
 		pthread_mutex_unlock(&c->wlock);
 		c->sender_sleeping = 1;
-		if (c->nforgets || (busy && c->opts.timeout_ms > 0)) {
+		if (c->nforgets || c->opts.timeout_ms > 0) {
 			/* Let more FORGETs gather before the flush. */
 			ns = c->nforgets ? BCP_CLIENT_FORGET_IDLE_NS :
 			     (long)sender_scan_period(c) * 1000000L;
@@ -1157,7 +1166,7 @@ static void *sender_main(void *arg)
 			pthread_cond_wait(&c->qcond, &c->qlock);
 		}
 		c->sender_sleeping = 0;
-		if (busy) {
+		if (busy || c->opts.timeout_ms > 0) {
 			pthread_mutex_unlock(&c->qlock);
 			sender_scan(c);
 			pthread_mutex_lock(&c->qlock);
@@ -1688,7 +1697,7 @@ int bcp_client_post(struct bcp_client *c, struct bcp_msg *req)
 
 	req->hdr.req_id = BCP_REQ_UNTRACKED |
 		__atomic_add_fetch(&c->forget_seq, 1, __ATOMIC_RELAXED);
-	if (client_on_receiver(c)) {
+	if (client_on_worker(c)) {
 		pthread_mutex_lock(&c->qlock);
 		if (c->state != BCP_CLIENT_READY) {
 			pthread_mutex_unlock(&c->qlock);
@@ -1734,7 +1743,7 @@ void bcp_client_forget(struct bcp_client *c, uint64_t handle,
 		       uint64_t nlookup)
 {
 	struct bcp_forget_one *f;
-	int wake, receiver = client_on_receiver(c);
+	int wake, receiver = client_on_worker(c);
 
 	if (!nlookup)
 		return;
