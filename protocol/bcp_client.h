@@ -108,9 +108,9 @@ int bcp_client_call_async(struct bcp_client *c, struct bcp_msg *req,
  * nothing to report): no slot is taken, the reply is dropped when it
  * comes.  Safe inside done callbacks, unlike every other call: there
  * it only queues req for the sender thread (never blocking; dropped with
- * a warning when the queue is full).  Returns 0 (also when this send finds the connection
- * lost, which breaks it), -ENOTCONN when it was lost before, or the
- * encoder's -errno.
+ * a warning when the queue is full).  Returns 0 (also when this send
+ * finds the connection lost, which breaks it), -ENOTCONN when it was lost
+ * before, or the encoder's -errno.
  */
 int bcp_client_post(struct bcp_client *c, struct bcp_msg *req);
 
