@@ -34,6 +34,9 @@
 #define BCFS_RW_CHUNKS		(BCFS_IO_MAX / 4096) /* pieces of one r/w */
 
 /* Command-line options (fuse_opt_parse fills the strings). */
+/* -o timeout: long enough for a batch on a loaded host */
+#define BCFS_TIMEOUT_DEFAULT	30.0
+
 struct bcfs_opts {
 	char *agent;		/* the AGENT argument */
 	char *mountpoint;
@@ -42,6 +45,7 @@ struct bcfs_opts {
 	char *pool_size;	/* bytes, with an optional K/M/G suffix */
 	double attr_timeout;
 	double entry_timeout;
+	double timeout;		/* seconds for an answer or a transfer */
 	unsigned int max_batch;
 	int writeback;
 	int foreground;

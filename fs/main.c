@@ -57,6 +57,7 @@ static const struct fuse_opt bcfs_opt_spec[] = {
 	BCFS_OPT("entry_timeout=%lf", entry_timeout, 0),
 	BCFS_OPT("pool_size=%s", pool_size, 0),
 	BCFS_OPT("max_batch=%u", max_batch, 0),
+	BCFS_OPT("timeout=%lf", timeout, 0),
 	BCFS_OPT("writeback", writeback, 1),
 	FUSE_OPT_KEY("-h", BCFS_KEY_HELP),
 	FUSE_OPT_KEY("--help", BCFS_KEY_HELP),
@@ -122,6 +123,9 @@ static void bcfs_usage(FILE *f, const char *prog)
 "                           changes the data: it hides their appends)\n"
 "    -o pool_size=BYTES     data buffer pool, K/M/G suffixes (64M)\n"
 "    -o max_batch=N         segments per batch request (256)\n"
+"    -o timeout=SEC         wait for the agent's answer or a transfer; a\n"
+"                           request fails with ETIMEDOUT, a stalled\n"
+"                           transfer gives up the connection (30)\n"
 "\n"
 "FUSE options:\n"
 "    -o ro                  read-only mount\n"
@@ -368,6 +372,12 @@ static int bcfs_opts_check(struct bcfs_opts *o, struct bcp_client_opts *co)
 		}
 		co->max_batch = o->max_batch;
 	}
+	if (!(o->timeout >= 0.001 && o->timeout <= 86400)) {
+		bcfs_err("timeout=%g: from 0.001 to 86400 seconds",
+			 o->timeout);
+		return -EINVAL;
+	}
+	co->timeout_ms = (int)(o->timeout * 1000);
 	if (o->attr_timeout < 0 || o->entry_timeout < 0) {
 		bcfs_err("attr_timeout and entry_timeout must not be "
 			 "negative");
@@ -520,6 +530,7 @@ int main(int argc, char *argv[])
 
 	o->attr_timeout = 1.0;
 	o->entry_timeout = 1.0;
+	o->timeout = BCFS_TIMEOUT_DEFAULT;
 	if (fuse_opt_parse(&args, o, bcfs_opt_spec, bcfs_opt_proc)) {
 		bcfs_usage(stderr, BCFS_PROG);
 		goto out_args;

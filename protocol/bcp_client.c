@@ -7,10 +7,15 @@
  * Threads:
  *   receiver  reads every frame of the control connection and hands each
  *             reply to its waiter slot (a blocked bcp_client_call(), or an
- *             in-flight batch whose I/Os it completes with done()).
+ *             in-flight batch whose I/Os it completes with done()).  It
+ *             never sends: an agent that stops reading while its replies
+ *             wait would deadlock with it.  What it has to say (FORGET,
+ *             RELEASE) it queues for the sender.
  *   sender    coalesces queued I/Os into BATCH_PULL / BATCH_PUSH frames
- *             (pulls and pushes apart) and flushes queued FORGETs when the
- *             queue is full or the I/O queue idle.  An I/O submitted while
+ *             (pulls and pushes apart), flushes queued FORGETs when the
+ *             queue is full or the I/O queue idle, sends the requests the
+ *             receiver posted, and fails requests the agent leaves
+ *             unanswered past the timeout.  An I/O submitted while
  *             the sender sleeps and nothing is queued goes out from the
  *             submitting thread instead (client_send_direct): a lone I/O
  *             has nothing to coalesce with, and waking the sender for it
@@ -21,7 +26,13 @@
  * request the agent accepts in flight (max_inflight from HELLO): callers
  * and the sender wait for a free slot, so nothing is allocated per request
  * and the agent's bound is never exceeded.  Frames go out whole under
- * send_lock, so calls and batches interleave on the one socket.
+ * send_lock, so calls and batches interleave on the one socket; a send
+ * that makes no progress for the timeout breaks the session.
+ *
+ * A request whose caller gave up keeps its slot (ABANDONED) until the
+ * agent answers: the agent still counts it against max_inflight, and a
+ * late success must be undone (FORGET of the handle it returned, RELEASE
+ * of the file it opened) or the agent keeps both for the session's life.
  *
  * Lock order: qlock, then wlock.  send_lock and the pool lock are leaves.
  * done() callbacks run with no lock held.
@@ -31,6 +42,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,11 +60,32 @@
 #define BCP_CLIENT_TIMEOUT_DEFAULT	10000
 #define BCP_CLIENT_SLOTS_MAX		4096
 #define BCP_CLIENT_FORGET_IDLE_NS	2000000L	/* 2 ms */
+#define BCP_CLIENT_SCAN_MIN_MS		10
+#define BCP_CLIENT_SCAN_MAX_MS		1000
 #ifdef HAVE_RDMA
 #define BCP_CLIENT_HAVE_RDMA		1
 #else
 #define BCP_CLIENT_HAVE_RDMA		0
 #endif
+
+/*
+ * The client whose receiver or sender runs on this thread, if any: done()
+ * callbacks run there, and neither may wait for the sender.
+ */
+static __thread struct bcp_client *client_worker_of;
+
+static int client_on_worker(const struct bcp_client *c)
+{
+	return client_worker_of == c;
+}
+
+static uint64_t client_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 /* Process-wide logging (set before any client exists). */
 static bcp_client_log_fn client_log_fn;
@@ -206,6 +239,10 @@ static struct bcp_wslot *slot_get_locked(struct bcp_client *c,
 	s->done = 0;
 	s->head = NULL;
 	s->count = 0;
+	s->handle = 0;
+	s->plus = 0;
+	s->start_ms = client_now_ms();
+	c->nbusy++;
 	return s;
 }
 
@@ -220,7 +257,18 @@ static void slot_put_locked(struct bcp_client *c, struct bcp_wslot *s)
 	s->rbuf = NULL;
 	s->next_free = c->free_slot;
 	c->free_slot = (uint32_t)(s - c->slots);
+	c->nbusy--;
 	pthread_cond_signal(&c->slot_cond);
+}
+
+/* What undoing a late reply to req needs to know (recv_late). */
+static void slot_note_req(struct bcp_wslot *s, const struct bcp_msg *req)
+{
+	s->op = req->hdr.opcode;
+	if (s->op == BCP_OP_OPEN || s->op == BCP_OP_OPENDIR)
+		s->handle = req->u.open_req.handle;
+	else if (s->op == BCP_OP_READDIR)
+		s->plus = !!(req->u.readdir_req.flags & BCP_READDIR_PLUS);
 }
 
 static void io_list_complete(struct bcp_io *io, int32_t result)
@@ -262,6 +310,7 @@ static void client_fail_all(struct bcp_client *c, enum bcp_client_state to,
 		c->qlen[k] = 0;
 	}
 	c->nforgets = 0;
+	c->nposts = 0;
 	for (i = 0; i < c->nslots; i++) {
 		s = &c->slots[i];
 		if (s->kind == BCP_WSLOT_CALL && !s->done) {
@@ -277,9 +326,13 @@ static void client_fail_all(struct bcp_client *c, enum bcp_client_state to,
 			s->call->next = calls;
 			calls = s->call;
 			slot_put_locked(c, s);
+		} else if (s->kind == BCP_WSLOT_ABANDONED) {
+			/* the agent drops what it made with the session */
+			slot_put_locked(c, s);
 		}
 	}
 	pthread_cond_broadcast(&c->slot_cond);
+	pthread_cond_broadcast(&c->fcond);
 	pthread_cond_broadcast(&c->qcond);
 	pthread_mutex_unlock(&c->wlock);
 	pthread_mutex_unlock(&c->qlock);
@@ -572,7 +625,8 @@ static int recv_call(struct bcp_client *c, const struct bcp_hdr *h,
 		snprintf(msg, msglen,
 			 "bad frame from agent at %s: %s reply to a %s",
 			 c->addr_str, bcp_op_name(h->opcode), bcp_op_name(op));
-		result = ret = -EPROTO;
+		ret = -EPROTO;
+		result = -EIO;
 	} else if (n > call->rcap) {
 		result = -EMSGSIZE;
 	} else {
@@ -580,13 +634,82 @@ static int recv_call(struct bcp_client *c, const struct bcp_hdr *h,
 		if (bcp_decode(call->rbuf, n, &call->rep, &why) < 0) {
 			snprintf(msg, msglen, "bad frame from agent at %s: %s",
 				 c->addr_str, bcp_err_str(why));
-			result = ret = -EPROTO;
+			ret = -EPROTO;
+			result = -EIO;
 		} else {
 			result = call->rep.hdr.status;
 		}
 	}
 	call->done(call, result);
 	return ret;
+}
+
+static void client_post_release(struct bcp_client *c, uint16_t op,
+				uint64_t handle, uint64_t fh);
+
+/*
+ * The reply to a request its caller gave up on.  What a success created
+ * is given back: the reference of a returned handle (FORGET) and an open
+ * file (RELEASE / RELEASEDIR); otherwise the agent would hold both until
+ * the session ends.  Runs on the receiver thread: only queues.
+ */
+static int recv_late(struct bcp_client *c, const struct bcp_hdr *h,
+		     const uint8_t *f, size_t n, uint16_t op, uint64_t handle,
+		     uint32_t plus, char *msg, size_t msglen)
+{
+	struct bcp_dirent_iter it = { 0 };
+	struct bcp_dirent_view v;
+	struct bcp_msg m;
+	enum bcp_err why;
+
+	if (h->opcode != op) {
+		snprintf(msg, msglen,
+			 "bad frame from agent at %s: %s reply to a %s",
+			 c->addr_str, bcp_op_name(h->opcode), bcp_op_name(op));
+		return -EPROTO;
+	}
+	if (h->status < 0)
+		return 0;
+	if (bcp_decode(f, n, &m, &why) < 0) {
+		snprintf(msg, msglen, "bad frame from agent at %s: %s",
+			 c->addr_str, bcp_err_str(why));
+		return -EPROTO;
+	}
+	bcp_client_logf(LOG_DEBUG,
+			"agent at %s: %s answered after its timeout; undone",
+			c->addr_str, bcp_op_name(op));
+	switch (op) {
+	case BCP_OP_LOOKUP:
+	case BCP_OP_MKDIR:
+	case BCP_OP_MKNOD:
+	case BCP_OP_SYMLINK:
+	case BCP_OP_LINK:
+		bcp_client_forget(c, m.u.entry_rep.entry.handle, 1);
+		break;
+	case BCP_OP_CREATE:
+		client_post_release(c, BCP_OP_RELEASE,
+				    m.u.create_rep.entry.handle,
+				    m.u.create_rep.fh);
+		bcp_client_forget(c, m.u.create_rep.entry.handle, 1);
+		break;
+	case BCP_OP_OPEN:
+	case BCP_OP_OPENDIR:
+		client_post_release(c, op == BCP_OP_OPEN ? BCP_OP_RELEASE :
+				    BCP_OP_RELEASEDIR, handle,
+				    m.u.open_rep.fh);
+		break;
+	case BCP_OP_READDIR:
+		/* plus entries other than "." and ".." hold a reference */
+		while (plus && bcp_dirent_next(&m, 1, &it, &v) == 1) {
+			if (!v.entry.handle)
+				continue;
+			bcp_client_forget(c, v.entry.handle, 1);
+		}
+		break;
+	default:
+		break;
+	}
+	return 0;
 }
 
 /* One reply.  0, or -EPROTO with msg set when the connection must go. */
@@ -626,14 +749,29 @@ static int recv_dispatch(struct bcp_client *c, const struct bcp_hdr *h,
 	s = &c->slots[idx];
 	if (s->req_id != h->req_id || (s->kind != BCP_WSLOT_CALL &&
 				       s->kind != BCP_WSLOT_ACALL &&
-				       s->kind != BCP_WSLOT_BATCH)) {
-		/* The call timed out and gave up its slot. */
+				       s->kind != BCP_WSLOT_BATCH &&
+				       s->kind != BCP_WSLOT_ABANDONED) ||
+	    (s->kind == BCP_WSLOT_CALL && s->done)) {
+		/* every request keeps its slot until answered */
 		pthread_mutex_unlock(&c->wlock);
-		return 0;
+		snprintf(msg, msglen,
+			 "bad frame from agent at %s: %s reply to unknown request %llu",
+			 c->addr_str, bcp_op_name(h->opcode),
+			 (unsigned long long)h->req_id);
+		return -EPROTO;
+	}
+	if (s->kind == BCP_WSLOT_ABANDONED) {
+		uint64_t handle = s->handle;
+		uint32_t plus = s->plus;
+
+		op = s->op;
+		slot_put_locked(c, s);
+		pthread_mutex_unlock(&c->wlock);
+		return recv_late(c, h, f, n, op, handle, plus, msg, msglen);
 	}
 	if (s->kind == BCP_WSLOT_CALL) {
 		if (h->opcode != s->op) {
-			s->result = -EPROTO;
+			s->result = -EIO;
 			snprintf(msg, msglen,
 				 "bad frame from agent at %s: %s reply to a %s",
 				 c->addr_str, bcp_op_name(h->opcode),
@@ -644,7 +782,7 @@ static int recv_dispatch(struct bcp_client *c, const struct bcp_hdr *h,
 		} else {
 			memcpy(s->rbuf, f, n);
 			if (bcp_decode(s->rbuf, n, s->rep, &why) < 0) {
-				s->result = -EPROTO;
+				s->result = -EIO;
 				snprintf(msg, msglen,
 					 "bad frame from agent at %s: %s",
 					 c->addr_str, bcp_err_str(why));
@@ -682,6 +820,7 @@ static void *receiver_main(void *arg)
 	char msg[512];
 	int n;
 
+	client_worker_of = c;
 	for (;;) {
 		n = bcp_frame_read(&c->rd, c->ctl, &f, &why);
 		if (n == 0 || n == -ECONNRESET) {
@@ -722,9 +861,50 @@ static void client_lost(struct bcp_client *c, int err)
 {
 	char msg[512];
 
-	snprintf(msg, sizeof(msg), "connection to agent at %s lost: %s",
-		 c->addr_str, strerror(-err));
+	if (err == -ETIMEDOUT)
+		snprintf(msg, sizeof(msg),
+			 "agent at %s took no request for %d ms: connection given up",
+			 c->addr_str, c->opts.timeout_ms);
+	else
+		snprintf(msg, sizeof(msg), "connection to agent at %s lost: %s",
+			 c->addr_str, strerror(-err));
 	bcp_client_break(c, msg);
+}
+
+/*
+ * Send a whole frame on the control connection, giving up when the agent
+ * takes none of it for the timeout (it stopped reading: the session is
+ * lost, and a frame half sent leaves nothing else to do).  Called with
+ * send_lock held.  0 or -errno.
+ */
+static int client_send_timed(struct bcp_client *c, const void *buf,
+			     size_t len)
+{
+	const uint8_t *p = buf;
+	struct pollfd pfd = { .fd = c->ctl, .events = POLLOUT };
+	int wait = c->opts.timeout_ms > 0 ? c->opts.timeout_ms : -1;
+	ssize_t n;
+	int ret;
+
+	while (len) {
+		n = send(c->ctl, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+			continue;
+		}
+		ret = n < 0 ? -errno : -EPIPE;
+		if (ret == -EINTR)
+			continue;
+		if (ret != -EAGAIN && ret != -EWOULDBLOCK)
+			return ret;
+		ret = poll(&pfd, 1, wait);
+		if (ret < 0 && errno != EINTR)
+			return -errno;
+		if (ret == 0)
+			return -ETIMEDOUT;
+	}
+	return 0;
 }
 
 static int send_frame(struct bcp_client *c, const void *buf, size_t len)
@@ -732,7 +912,7 @@ static int send_frame(struct bcp_client *c, const void *buf, size_t len)
 	int ret;
 
 	pthread_mutex_lock(&c->send_lock);
-	ret = bcp_frame_send(c->ctl, buf, len, -1);
+	ret = client_send_timed(c, buf, len);
 	pthread_mutex_unlock(&c->send_lock);
 	if (ret < 0)
 		client_lost(c, ret);
@@ -751,11 +931,21 @@ static int send_msg(struct bcp_client *c, struct bcp_msg *req)
 	pthread_mutex_lock(&c->send_lock);
 	len = bcp_encode(c->sbuf, BCP_FRAME_MAX, req);
 	if (len >= 0)
-		ret = bcp_frame_send(c->ctl, c->sbuf, (size_t)len, -1);
+		ret = client_send_timed(c, c->sbuf, (size_t)len);
 	pthread_mutex_unlock(&c->send_lock);
 	if (ret < 0)
 		client_lost(c, ret);
 	return len < 0 ? len : 0;
+}
+
+/* How often the sender looks for overdue requests: a quarter timeout. */
+static uint64_t sender_scan_period(const struct bcp_client *c)
+{
+	uint64_t p = (uint64_t)c->opts.timeout_ms / 4;
+
+	if (p < BCP_CLIENT_SCAN_MIN_MS)
+		return BCP_CLIENT_SCAN_MIN_MS;
+	return p > BCP_CLIENT_SCAN_MAX_MS ? BCP_CLIENT_SCAN_MAX_MS : p;
 }
 
 /* Send the n FORGETs copied to fbuf.  Called with no lock held. */
@@ -781,15 +971,21 @@ static void sender_forget(struct bcp_client *c, uint32_t n)
 static void sender_batch(struct bcp_client *c)
 {
 	struct bcp_io *head, *io;
+	struct timespec dl;
 	struct bcp_wslot *s;
 	struct bcp_msg m;
 	uint32_t n, k;
 	uint16_t op;
 	int len, err;
 
-	/* Take the slot first: while it is awaited, the queue grows. */
+	/*
+	 * Take the slot first: while it is awaited, the queue grows.  Wait
+	 * no longer than a scan period: the sender also fails the requests
+	 * that hold the slots when the agent leaves them unanswered.
+	 */
+	deadline_after(&dl, (int)sender_scan_period(c));
 	pthread_mutex_lock(&c->wlock);
-	s = slot_get_locked(c, NULL, &err);
+	s = slot_get_locked(c, &dl, &err);
 	pthread_mutex_unlock(&c->wlock);
 	if (!s)
 		return;
@@ -849,21 +1045,87 @@ static void sender_batch(struct bcp_client *c)
 	send_frame(c, c->bbuf, (size_t)len);
 }
 
+/*
+ * Fail what the agent left unanswered past the timeout.  A batch breaks
+ * the session: the agent may still write into its pool memory, which
+ * cannot be handed to anyone else.  An asynchronous call completes with
+ * -ETIMEDOUT and leaves its slot ABANDONED, as a timed-out synchronous
+ * call does.  No lock held.
+ */
+static void sender_scan(struct bcp_client *c)
+{
+	uint64_t now = client_now_ms(), limit;
+	struct bcp_call *calls = NULL, *call;
+	struct bcp_wslot *s;
+	uint16_t late_op = 0;
+	char msg[512];
+	uint32_t i;
+
+	if (c->opts.timeout_ms <= 0 || now < c->next_scan_ms)
+		return;
+	limit = (uint64_t)c->opts.timeout_ms;
+	c->next_scan_ms = now + sender_scan_period(c);
+	pthread_mutex_lock(&c->wlock);
+	for (i = 0; i < c->nslots && c->nbusy; i++) {
+		s = &c->slots[i];
+		if (now - s->start_ms < limit)
+			continue;
+		if (s->kind == BCP_WSLOT_BATCH) {
+			late_op = s->op;
+		} else if (s->kind == BCP_WSLOT_ACALL) {
+			s->call->next = calls;
+			calls = s->call;
+			s->call = NULL;
+			s->kind = BCP_WSLOT_ABANDONED;
+		}
+	}
+	pthread_mutex_unlock(&c->wlock);
+	while ((call = calls)) {
+		calls = call->next;
+		call->done(call, -ETIMEDOUT);
+	}
+	if (late_op) {
+		snprintf(msg, sizeof(msg),
+			 "agent at %s did not complete a %s within %d ms: connection given up",
+			 c->addr_str, bcp_op_name(late_op),
+			 c->opts.timeout_ms);
+		bcp_client_break(c, msg);
+	}
+}
+
 static void *sender_main(void *arg)
 {
 	struct bcp_client *c = arg;
 	struct timespec ts;
+	uint32_t n, k, busy;
 	int idle = 0, r;
-	uint32_t n;
+	long ns;
 
+	client_worker_of = c;
 	pthread_mutex_lock(&c->qlock);
 	while (c->state == BCP_CLIENT_READY) {
-		if (c->nforgets == BCP_FORGETS_MAX ||
+		if (c->nposts) {
+			k = c->post_head;
+			n = c->post_len[k];
+			memcpy(c->bbuf, c->posts +
+			       (size_t)k * BCP_CLIENT_POST_LEN, n);
+			c->post_head = (k + 1) % BCP_CLIENT_POSTQ;
+			c->nposts--;
+			pthread_mutex_unlock(&c->qlock);
+			send_frame(c, c->bbuf, n);
+			pthread_mutex_lock(&c->qlock);
+			continue;
+		}
+		if (c->nforgets >= BCP_FORGETS_MAX ||
 		    (c->nforgets && idle && !c->qlen[0] && !c->qlen[1])) {
-			n = c->nforgets;
+			n = c->nforgets < BCP_FORGETS_MAX ? c->nforgets :
+			    BCP_FORGETS_MAX;
 			memcpy(c->fbuf, c->forgets, n * sizeof(*c->fbuf));
-			c->nforgets = 0;
+			c->nforgets -= n;
+			memmove(c->forgets, c->forgets + n,
+				c->nforgets * sizeof(*c->forgets));
 			idle = 0;
+			pthread_cond_broadcast(&c->fcond);
 			pthread_mutex_unlock(&c->qlock);
 			sender_forget(c, n);
 			pthread_mutex_lock(&c->qlock);
@@ -873,25 +1135,42 @@ static void *sender_main(void *arg)
 			idle = 0;
 			pthread_mutex_unlock(&c->qlock);
 			sender_batch(c);
+			sender_scan(c);
 			pthread_mutex_lock(&c->qlock);
 			continue;
 		}
+		/*
+		 * With a timeout, wake at least every scan period: a
+		 * request sent from another thread (client_send_direct,
+		 * bcp_client_call) does not wake the sender.
+		 */
+		pthread_mutex_lock(&c->wlock);
+		busy = c->nbusy;
+		pthread_mutex_unlock(&c->wlock);
 		c->sender_sleeping = 1;
-		if (c->nforgets) {
+		if (c->nforgets || c->opts.timeout_ms > 0) {
 			/* Let more FORGETs gather before the flush. */
+			ns = c->nforgets ? BCP_CLIENT_FORGET_IDLE_NS :
+			     (long)sender_scan_period(c) * 1000000L;
 			clock_gettime(CLOCK_MONOTONIC, &ts);
-			ts.tv_nsec += BCP_CLIENT_FORGET_IDLE_NS;
+			ts.tv_sec += ns / 1000000000L;
+			ts.tv_nsec += ns % 1000000000L;
 			if (ts.tv_nsec >= 1000000000L) {
 				ts.tv_sec++;
 				ts.tv_nsec -= 1000000000L;
 			}
 			r = pthread_cond_timedwait(&c->qcond, &c->qlock, &ts);
-			if (r == ETIMEDOUT)
+			if (r == ETIMEDOUT && c->nforgets)
 				idle = 1;
 		} else {
 			pthread_cond_wait(&c->qcond, &c->qlock);
 		}
 		c->sender_sleeping = 0;
+		if (busy || c->opts.timeout_ms > 0) {
+			pthread_mutex_unlock(&c->qlock);
+			sender_scan(c);
+			pthread_mutex_lock(&c->qlock);
+		}
 	}
 	pthread_mutex_unlock(&c->qlock);
 	return NULL;
@@ -914,12 +1193,14 @@ static void client_free(struct bcp_client *c)
 	free(c->fbuf);
 	free(c->segs);
 	free(c->forgets);
+	free(c->posts);
 	free(c->bbuf);
 	bcp_frame_reader_fini(&c->rd);
 	free(c->sbuf);
 	free(c->secret);
 	pthread_mutex_destroy(&c->send_lock);
 	pthread_cond_destroy(&c->slot_cond);
+	pthread_cond_destroy(&c->fcond);
 	pthread_mutex_destroy(&c->wlock);
 	pthread_cond_destroy(&c->qcond);
 	pthread_mutex_destroy(&c->qlock);
@@ -944,6 +1225,7 @@ static struct bcp_client *client_alloc(void)
 	pthread_cond_init(&c->qcond, &ca);
 	pthread_mutex_init(&c->wlock, NULL);
 	pthread_cond_init(&c->slot_cond, &ca);
+	pthread_cond_init(&c->fcond, &ca);
 	pthread_mutex_init(&c->send_lock, NULL);
 	pthread_condattr_destroy(&ca);
 	return c;
@@ -959,13 +1241,14 @@ static int client_alloc_buffers(struct bcp_client *c)
 		return -ENOMEM;
 	c->bbuf = malloc(BCP_FRAME_MAX);
 	c->segs = calloc(BCP_SEGS_MAX, sizeof(*c->segs));
-	c->forgets = calloc(BCP_FORGETS_MAX, sizeof(*c->forgets));
+	c->forgets = calloc(BCP_CLIENT_FORGETQ, sizeof(*c->forgets));
+	c->posts = malloc((size_t)BCP_CLIENT_POSTQ * BCP_CLIENT_POST_LEN);
 	c->fbuf = calloc(BCP_FORGETS_MAX, sizeof(*c->fbuf));
 	c->nslots = c->hello.max_inflight;
 	if (c->nslots > BCP_CLIENT_SLOTS_MAX)
 		c->nslots = BCP_CLIENT_SLOTS_MAX;
 	c->slots = calloc(c->nslots, sizeof(*c->slots));
-	if (!c->sbuf || !c->bbuf || !c->segs || !c->forgets ||
+	if (!c->sbuf || !c->bbuf || !c->segs || !c->forgets || !c->posts ||
 	    !c->fbuf || !c->slots) {
 		c->nslots = 0;
 		return -ENOMEM;
@@ -1291,7 +1574,7 @@ int bcp_client_call(struct bcp_client *c, struct bcp_msg *req,
 		return ret;
 	}
 	s->kind = BCP_WSLOT_CALL;
-	s->op = req->hdr.opcode;
+	slot_note_req(s, req);
 	s->rep = rep;
 	s->rbuf = rbuf;
 	s->rcap = rcap;
@@ -1317,7 +1600,14 @@ int bcp_client_call(struct bcp_client *c, struct bcp_msg *req,
 		}
 		ret = s->done ? s->result : -ETIMEDOUT;
 	}
-	slot_put_locked(c, s);
+	if (len >= 0 && !s->done && c->state == BCP_CLIENT_READY) {
+		/* the agent still has it: the reply frees the slot */
+		s->kind = BCP_WSLOT_ABANDONED;
+		s->rep = NULL;
+		s->rbuf = NULL;
+	} else {
+		slot_put_locked(c, s);
+	}
 	pthread_mutex_unlock(&c->wlock);
 	return ret;
 }
@@ -1338,7 +1628,7 @@ int bcp_client_call_async(struct bcp_client *c, struct bcp_msg *req,
 	}
 	/* armed before the frame leaves: the reply may beat this thread */
 	s->kind = BCP_WSLOT_ACALL;
-	s->op = req->hdr.opcode;
+	slot_note_req(s, req);
 	s->call = call;
 	req->hdr.req_id = id = s->req_id;
 	pthread_mutex_unlock(&c->wlock);
@@ -1358,73 +1648,127 @@ int bcp_client_call_async(struct bcp_client *c, struct bcp_msg *req,
 	return 0;
 }
 
+/*
+ * Queue req, encoded, for the sender (the receiver thread never sends).
+ * Called with qlock held.  0, -ENOSPC when the queue is full, or the
+ * encoder's -errno.
+ */
+static int post_queue_locked(struct bcp_client *c, struct bcp_msg *req)
+{
+	uint32_t i;
+	int len;
+
+	if (c->nposts == BCP_CLIENT_POSTQ)
+		return -ENOSPC;
+	i = (c->post_head + c->nposts) % BCP_CLIENT_POSTQ;
+	len = bcp_encode(c->posts + (size_t)i * BCP_CLIENT_POST_LEN,
+			 BCP_CLIENT_POST_LEN, req);
+	if (len < 0)
+		return len;
+	c->post_len[i] = (uint16_t)len;
+	c->nposts++;
+	return 0;
+}
+
+/* Wake the sender.  Called with qlock held; 1 when it must be signalled. */
+static int sender_wake_locked(struct bcp_client *c)
+{
+	int wake = c->sender_sleeping;
+
+	c->sender_sleeping = 0;
+	return wake;
+}
+
+static void client_dropped(struct bcp_client *c, const char *what)
+{
+	uint64_t n = __atomic_add_fetch(&c->dropped, 1, __ATOMIC_RELAXED);
+
+	/* a power of two: the log stays short however long it lasts */
+	if (!(n & (n - 1)))
+		bcp_client_logf(LOG_WARNING,
+				"agent at %s takes no requests: %s dropped (%llu so far)",
+				c->addr_str, what, (unsigned long long)n);
+}
+
 int bcp_client_post(struct bcp_client *c, struct bcp_msg *req)
 {
 	enum bcp_client_state state;
+	int ret, wake;
 
+	req->hdr.req_id = BCP_REQ_UNTRACKED |
+		__atomic_add_fetch(&c->forget_seq, 1, __ATOMIC_RELAXED);
+	if (client_on_worker(c)) {
+		pthread_mutex_lock(&c->qlock);
+		if (c->state != BCP_CLIENT_READY) {
+			pthread_mutex_unlock(&c->qlock);
+			return -ENOTCONN;
+		}
+		ret = post_queue_locked(c, req);
+		wake = !ret && sender_wake_locked(c);
+		pthread_mutex_unlock(&c->qlock);
+		if (wake)
+			pthread_cond_signal(&c->qcond);
+		if (ret == -ENOSPC) {
+			client_dropped(c, bcp_op_name(req->hdr.opcode));
+			ret = 0;
+		}
+		return ret;
+	}
 	pthread_mutex_lock(&c->wlock);
 	state = c->state;
 	pthread_mutex_unlock(&c->wlock);
 	if (state != BCP_CLIENT_READY)
 		return -ENOTCONN;
-	req->hdr.req_id = BCP_REQ_UNTRACKED |
-		__atomic_add_fetch(&c->forget_seq, 1, __ATOMIC_RELAXED);
 	return send_msg(c, req);
 }
 
-/*
- * A full FORGET queue is sent by the caller itself, with qlock held (the
- * send lock is a leaf): waiting for the sender instead could deadlock
- * when the caller is the receiver thread, inside a done() callback.
- */
-static int forget_flush_locked(struct bcp_client *c)
+static void client_post_release(struct bcp_client *c, uint16_t op,
+				uint64_t handle, uint64_t fh)
 {
 	struct bcp_msg m;
-	int len, ret;
 
-	bcp_msg_init(&m, BCP_OP_FORGET, BCP_REQ_UNTRACKED |
-		     __atomic_add_fetch(&c->forget_seq, 1, __ATOMIC_RELAXED));
-	m.u.forget_req.count = c->nforgets;
-	m.forgets = c->forgets;
-	c->nforgets = 0;
-	pthread_mutex_lock(&c->send_lock);
-	len = bcp_encode(c->sbuf, BCP_FRAME_MAX, &m);
-	ret = len < 0 ? 0 : bcp_frame_send(c->ctl, c->sbuf, (size_t)len, -1);
-	pthread_mutex_unlock(&c->send_lock);
-	return ret;
+	bcp_msg_init(&m, op, 0);
+	m.u.node_req.handle = handle;
+	m.u.node_req.fh = fh;
+	bcp_client_post(c, &m);
 }
 
+/*
+ * FORGETs are only queued: the sender sends them (a caller that sent
+ * under qlock would stall the receiver behind a full socket).  Callers
+ * other than the receiver wait while a whole FORGET is queued; the
+ * receiver has the rest of the queue to itself and never waits.
+ */
 void bcp_client_forget(struct bcp_client *c, uint64_t handle,
 		       uint64_t nlookup)
 {
 	struct bcp_forget_one *f;
-	char msg[512];
-	int wake, ret = 0;
+	int wake, receiver = client_on_worker(c);
 
 	if (!nlookup)
 		return;
 	pthread_mutex_lock(&c->qlock);
+	while (!receiver && c->state == BCP_CLIENT_READY &&
+	       c->nforgets >= BCP_FORGETS_MAX)
+		pthread_cond_wait(&c->fcond, &c->qlock);
 	if (c->state != BCP_CLIENT_READY) {
 		/* The agent drops every handle with the session. */
 		pthread_mutex_unlock(&c->qlock);
 		return;
 	}
-	if (c->nforgets == BCP_FORGETS_MAX)
-		ret = forget_flush_locked(c);
+	if (c->nforgets == BCP_CLIENT_FORGETQ) {
+		pthread_mutex_unlock(&c->qlock);
+		client_dropped(c, "FORGET");
+		return;
+	}
 	f = &c->forgets[c->nforgets++];
 	f->handle = handle;
 	f->nlookup = nlookup;
-	wake = c->sender_sleeping && c->nforgets == 1;
-	if (wake)
-		c->sender_sleeping = 0;
+	wake = (c->nforgets == 1 || c->nforgets >= BCP_FORGETS_MAX) &&
+	       sender_wake_locked(c);
 	pthread_mutex_unlock(&c->qlock);
 	if (wake)
 		pthread_cond_signal(&c->qcond);
-	if (ret < 0) {
-		snprintf(msg, sizeof(msg), "connection to agent at %s lost: %s",
-			 c->addr_str, strerror(-ret));
-		bcp_client_break(c, msg);
-	}
 }
 
 size_t bcp_client_io_max(const struct bcp_client *c)

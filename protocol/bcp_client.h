@@ -67,7 +67,11 @@ const struct bcp_hello_rep *bcp_client_hello(const struct bcp_client *c);
  * A synchronous round trip.  req->hdr.req_id is assigned here.  The reply is
  * decoded into rep; its tails point into rbuf[rcap] (BCP_FRAME_MAX fits any
  * reply).  Returns the agent's status (0 or -errno), or a local -errno:
- * -ENOTCONN (connection lost), -ETIMEDOUT, -EMSGSIZE.
+ * -ENOTCONN (connection lost), -ETIMEDOUT, -EMSGSIZE, -EIO (the reply was
+ * malformed or of another opcode; the connection is given up).  After
+ * -ETIMEDOUT the request keeps its place until the agent answers, and
+ * what a late success created (a handle reference, an open file) is
+ * given back to the agent.
  */
 int bcp_client_call(struct bcp_client *c, struct bcp_msg *req,
 		    struct bcp_msg *rep, void *rbuf, size_t rcap);
@@ -78,8 +82,10 @@ int bcp_client_call(struct bcp_client *c, struct bcp_msg *req,
  * wait: the receiver thread decodes the reply into call->rep (tails in
  * call->rbuf[call->rcap]) and runs call->done with the agent's status or a
  * local -errno (-ENOTCONN when the connection is lost, -EMSGSIZE when the
- * reply does not fit rbuf).  done must not make synchronous calls: it runs
- * on the thread that receives their replies.  Returns 0 when done will
+ * reply does not fit rbuf, -EIO when it is malformed, -ETIMEDOUT when the
+ * agent leaves it unanswered past the timeout; the sender thread runs
+ * done then).  done must not make synchronous calls: it runs on the
+ * thread that receives their replies.  Returns 0 when done will
  * run (possibly before this returns; the call must not be touched after),
  * or -errno when nothing was sent and done will not run.
  */
@@ -100,14 +106,20 @@ int bcp_client_call_async(struct bcp_client *c, struct bcp_msg *req,
 /*
  * Send a request whose answer nobody needs (a RELEASE on a path that has
  * nothing to report): no slot is taken, the reply is dropped when it
- * comes.  Safe on the receiver thread (inside done callbacks), unlike
- * every other call.  Returns 0 (also when this send finds the connection
- * lost, which breaks it), -ENOTCONN when it was lost before, or the
- * encoder's -errno.
+ * comes.  Safe inside done callbacks, unlike every other call: there
+ * it only queues req for the sender thread (never blocking; dropped with
+ * a warning when the queue is full).  Returns 0 (also when this send
+ * finds the connection lost, which breaks it), -ENOTCONN when it was lost
+ * before, or the encoder's -errno.
  */
 int bcp_client_post(struct bcp_client *c, struct bcp_msg *req);
 
-/* Queue a FORGET; sent in batches (on the next flush or when full). */
+/*
+ * Queue a FORGET; the sender sends them in batches (when idle or when a
+ * batch is full).  Waits while a full batch is queued, except inside done
+ * callbacks, where it never waits (and drops with a warning when twice
+ * that is queued: only an agent that stopped reading gets there).
+ */
 void bcp_client_forget(struct bcp_client *c, uint64_t handle,
 		       uint64_t nlookup);
 

@@ -73,13 +73,18 @@ enum bcp_wslot_kind {
 	BCP_WSLOT_CALL,			/* a bcp_client_call() waits */
 	BCP_WSLOT_ACALL,		/* a bcp_client_call_async() */
 	BCP_WSLOT_BATCH,		/* a batch is in flight */
+	BCP_WSLOT_ABANDONED,		/* its caller gave up (timeout): the
+					 * agent still holds the request; the
+					 * late reply frees the slot and undoes
+					 * what it created */
 };
 
 /*
  * One outstanding request.  There are max_inflight of them (from HELLO),
  * so the client never has more requests outstanding than the agent takes.
- * req_id = generation << 32 | index; a reply whose req_id no longer
- * matches (the call timed out) is dropped.
+ * req_id = generation << 32 | index.  A slot stays taken until its reply
+ * comes (a caller that times out leaves it ABANDONED), so a reply whose
+ * req_id matches no taken slot is the agent's error.
  */
 struct bcp_wslot {
 	/* wlock: */
@@ -92,14 +97,28 @@ struct bcp_wslot {
 	size_t rcap;
 	int result;
 	int done;
-	uint16_t op;			/* CALL and BATCH: the opcode */
+	uint16_t op;			/* the request's opcode */
 	uint32_t count;
+	uint64_t start_ms;		/* when it was taken (monotonic) */
+	uint64_t handle;		/* OPEN, OPENDIR: its handle */
+	uint32_t plus;			/* READDIR: plus entries asked for */
 	struct bcp_io *head;
 	struct bcp_call *call;		/* ACALL */
 };
 
 /* Request ids with this bit are untracked (FORGET): replies are dropped. */
 #define BCP_REQ_UNTRACKED	(1ull << 63)
+
+/*
+ * FORGETs queue up to BCP_FORGETS_MAX; callers other than the receiver
+ * thread wait above that.  The receiver never waits (it would stop reading
+ * the replies the agent waits to send): it may fill the queue up to
+ * BCP_CLIENT_FORGETQ, and drops (with a warning) beyond.
+ */
+#define BCP_CLIENT_FORGETQ	(2 * BCP_FORGETS_MAX)
+/* Requests the receiver thread posts (RELEASE), encoded, for the sender. */
+#define BCP_CLIENT_POSTQ	256
+#define BCP_CLIENT_POST_LEN	128
 
 struct bcp_client {
 	struct bcp_client_opts opts;
@@ -132,8 +151,16 @@ struct bcp_client {
 	struct bcp_io *qhead[2];	/* [0] pulls, [1] pushes */
 	struct bcp_io *qtail[2];
 	uint32_t qlen[2];
-	struct bcp_forget_one *forgets;	/* BCP_FORGETS_MAX queued */
+	pthread_cond_t fcond;		/* the FORGET queue drained */
+	struct bcp_forget_one *forgets;	/* BCP_CLIENT_FORGETQ */
 	uint32_t nforgets;
+	uint8_t *posts;			/* BCP_CLIENT_POSTQ frames of
+					 * BCP_CLIENT_POST_LEN bytes */
+	uint16_t post_len[BCP_CLIENT_POSTQ];
+	uint32_t post_head;		/* oldest queued post */
+	uint32_t nposts;
+	uint64_t dropped;		/* FORGETs and posts the receiver
+					 * could not queue */
 	int sender_sleeping;
 	int direct_busy;		/* a submitter sends on its own */
 
@@ -144,6 +171,7 @@ struct bcp_client {
 	uint32_t nslots;
 	uint32_t free_slot;
 	uint32_t gen;
+	uint32_t nbusy;			/* slots taken */
 
 	/* qlock and wlock (written with both held): */
 	enum bcp_client_state state;
@@ -155,6 +183,8 @@ struct bcp_client {
 	/* thread-private buffers, allocated once */
 	struct bcp_frame_reader rd;	/* receiver */
 	uint8_t *bbuf;			/* sender */
+	uint64_t next_scan_ms;		/* sender: next look for overdue
+					 * requests */
 	struct bcp_seg *segs;		/* sender */
 	struct bcp_forget_one *fbuf;	/* sender */
 	uint8_t *dbuf;			/* data thread: discard buffer */

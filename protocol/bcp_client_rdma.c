@@ -17,9 +17,11 @@
  * away, the link or device failed) breaks the session once, with its cause,
  * so every pending request fails and the owner may reconnect.
  *
- * c->data holds one end of a socketpair that nobody writes: shutting it
- * down (bcp_client_break, bcp_client_destroy) wakes the watcher thread,
- * as it wakes the tcp transport's data thread.
+ * c->data holds one end of a socketpair that nobody writes, the other end
+ * (wake) stays open and silent until teardown: shutting c->data down
+ * (bcp_client_break, bcp_client_destroy) wakes the watcher thread, as it
+ * wakes the tcp transport's data thread.  Were the other end closed, the
+ * watcher would see end-of-file at once and watch nothing.
  */
 #include "config.h"
 
@@ -51,6 +53,7 @@ struct bcp_crdma {
 	struct ibv_cq *cq;
 	struct ibv_mr *mr;
 	int connected;
+	int wake;		/* the socketpair's other end, never written */
 };
 
 int bcp_client_rdma_available(void)
@@ -299,6 +302,7 @@ int bcp_client_rdma_setup(struct bcp_client *c, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
+	r->wake = -1;
 	c->rdma = r;
 	c->pool_base = mmap(NULL, c->pool_len, PROT_READ | PROT_WRITE,
 			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -314,9 +318,9 @@ int bcp_client_rdma_setup(struct bcp_client *c, char *err, size_t errlen)
 		snprintf(err, errlen, "socketpair: %s", strerror(-ret));
 		goto out_teardown;
 	}
-	/* only our end is kept: its shutdown wakes the watcher */
-	close(sp[1]);
+	/* its shutdown wakes the watcher; wake only keeps it quiet */
 	c->data = sp[0];
+	r->wake = sp[1];
 	r->ch = rdma_create_event_channel();
 	if (!r->ch) {
 		ret = -errno;
@@ -348,6 +352,22 @@ out_teardown:
 	return ret;
 }
 
+/*
+ * Whether an rdma_cm event ends the connection: the agent disconnected,
+ * the device went away, or the address it used is gone.
+ */
+static int crdma_event_fatal(enum rdma_cm_event_type t)
+{
+	return t == RDMA_CM_EVENT_DISCONNECTED ||
+	       t == RDMA_CM_EVENT_DEVICE_REMOVAL ||
+	       t == RDMA_CM_EVENT_ADDR_CHANGE;
+}
+
+/*
+ * Wait on the connection manager's channel and on c->data.  A fatal event
+ * breaks the session (pending requests fail, the daemon answers EIO); a
+ * shut-down c->data means the session is over already.
+ */
 static void *crdma_watch(void *arg)
 {
 	struct bcp_client *c = arg;
@@ -356,30 +376,45 @@ static void *crdma_watch(void *arg)
 		{ .fd = r->ch->fd, .events = POLLIN },
 		{ .fd = c->data, .events = POLLIN },
 	};
+	enum rdma_cm_event_type t;
 	struct rdma_cm_event *ev;
 	char msg[512];
+	int ret;
 
 	for (;;) {
-		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
-			break;
+		pfd[0].revents = 0;
+		pfd[1].revents = 0;
+		if (poll(pfd, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			ret = -errno;
+			goto out_break;
+		}
 		if (pfd[1].revents)
 			return NULL;	/* shut down: the session is over */
 		while (!rdma_get_cm_event(r->ch, &ev)) {
-			enum rdma_cm_event_type t = ev->event;
-
+			t = ev->event;
 			rdma_ack_cm_event(ev);
-			if (t == RDMA_CM_EVENT_DISCONNECTED ||
-			    t == RDMA_CM_EVENT_DEVICE_REMOVAL) {
+			if (crdma_event_fatal(t)) {
 				snprintf(msg, sizeof(msg),
 					 "rdma connection to agent at %s lost: %s",
 					 c->addr_str, rdma_event_str(t));
 				bcp_client_break(c, msg);
 				return NULL;
 			}
+			bcp_client_logf(LOG_DEBUG,
+					"rdma connection to agent at %s: %s",
+					c->addr_str, rdma_event_str(t));
+		}
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+			ret = -errno;
+			goto out_break;
 		}
 	}
+
+out_break:
 	snprintf(msg, sizeof(msg), "rdma connection to agent at %s: %s",
-		 c->addr_str, strerror(errno));
+		 c->addr_str, strerror(-ret));
 	bcp_client_break(c, msg);
 	return NULL;
 }
@@ -411,6 +446,8 @@ void bcp_client_rdma_teardown(struct bcp_client *c)
 		rdma_destroy_id(r->id);
 	if (r->ch)
 		rdma_destroy_event_channel(r->ch);
+	if (r->wake >= 0)
+		close(r->wake);
 	free(r);
 	c->rdma = NULL;
 }
