@@ -9,9 +9,9 @@
 # switch to other users) and the default_permissions the daemon always adds.
 #
 # The EROFS case needs a read-only view on both sides: the reference gets a
-# read-only bind mount in a private mount namespace (unshare), the mount a
-# second bluecachefs of the same agent with -o ro.  Without unshare or the
-# right to bind-mount, the case is skipped and that is said.
+# tmpfs remounted read-only in a private mount namespace (unshare), the
+# mount a second bluecachefs of the same agent with -o ro.  Without unshare
+# or the right to mount, the case is skipped and that is said.
 . "$(dirname "$0")/lib.sh"
 bcf_init
 check=$top_builddir/tests/fs/perm-check
@@ -41,7 +41,7 @@ perms_cleanup()
 }
 trap perms_cleanup EXIT
 
-# ro_layout DIR: what the EROFS case expects to find
+# ro_layout DIR: what the EROFS case expects to find (as ro_view below)
 ro_layout()
 {
 	mkdir "$1" && printf data > "$1/f" && chmod 0644 "$1/f" &&
@@ -76,29 +76,27 @@ mount_ro()
 		bcf_fail "bluecachefs $agent $BCF_MNT2 -o $opts did not mount"
 }
 
-# run_check REF MNT RO_SRC RO_MNT: perm-check REF MNT, with a read-only
-# bind of RO_SRC as the reference's read-only view and RO_MNT as the other
-# (when read-only views are possible here)
-run_check()
+# NS_RO, for sh -c in a private mount namespace: ro_view VIEW mounts a
+# tmpfs on VIEW, makes the layout in VIEW/ro and remounts it read-only.
+# The superblock is read-only then, as on a -o ro mount: a read-only bind
+# would not do, the kernel checks a bind's flag after the permission bits
+# (EACCES where a read-only superblock gives EROFS).
+NS_RO='
+ro_view()
 {
-	local view=$BCF_TMP/roview
-
-	if [ -z "$ro_ok" ]; then
-		timeout 600 "$check" "$1" "$2"
-		return
-	fi
-	timeout 600 unshare -m --propagation private /bin/sh -c '
-		mount --bind "$3" "$5" && mount -o remount,bind,ro "$5" ||
-			exit 99
-		exec "$1" "$2" "$4" "$5" "$6"' \
-		sh "$check" "$1" "$3" "$2" "$view" "$4"
+	mount -t tmpfs -o mode=0755 perms-ro "$1" &&
+		mkdir "$1/ro" && printf data > "$1/ro/f" &&
+		chmod 0644 "$1/ro/f" && mkdir "$1/ro/d" &&
+		chmod 0755 "$1/ro/d" && ln -s f "$1/ro/l" &&
+		chmod 0755 "$1/ro" && mount -o remount,ro "$1"
 }
+'
 
 ro_ok=
+mkdir "$BCF_TMP/roview" "$BCF_TMP/roview2" || bcf_hard "cannot mkdir"
 if command -v unshare >/dev/null 2>&1 &&
    timeout 20 unshare -m --propagation private /bin/sh -c \
-	"mount --bind '$BCF_TMP' '$BCF_MNT' &&
-	 mount -o remount,bind,ro '$BCF_MNT'" 2>/dev/null; then
+	"$NS_RO"'ro_view "$1"' sh "$BCF_TMP/roview" 2>/dev/null; then
 	ro_ok=1
 else
 	bcf_log "no private mount namespace here: the erofs case is skipped"
@@ -108,22 +106,14 @@ for d in ref-self plain ref; do
 	mkdir "$BCF_TMP/$d" && chmod 0755 "$BCF_TMP/$d" ||
 		bcf_hard "cannot make $BCF_TMP/$d"
 done
-ro_layout "$BCF_TMP/rosrc-ref" && ro_layout "$BCF_TMP/rosrc-plain" ||
-	bcf_hard "cannot make the read-only layouts"
-mkdir "$BCF_TMP/roview" "$BCF_TMP/roview-plain"
 
-# two plain directories must agree; the second's read-only view is a bind
-# too, made in the same namespace
+# two plain directories must agree (their read-only views: two tmpfs)
 if [ -n "$ro_ok" ]; then
-	timeout 600 unshare -m --propagation private /bin/sh -c '
-		mount --bind "$3" "$5" && mount -o remount,bind,ro "$5" &&
-		mount --bind "$4" "$6" && mount -o remount,bind,ro "$6" ||
-			exit 99
-		exec "$1" "$2" "$7" "$5" "$6"' \
-		sh "$check" "$BCF_TMP/ref-self" "$BCF_TMP/rosrc-ref" \
-		"$BCF_TMP/rosrc-plain" "$BCF_TMP/roview" \
-		"$BCF_TMP/roview-plain" "$BCF_TMP/plain" \
-		> "$BCF_TMP/self.out" 2>&1
+	timeout 600 unshare -m --propagation private /bin/sh -c "$NS_RO"'
+		ro_view "$3" && ro_view "$4" || exit 99
+		exec "$1" "$2" "$5" "$3/ro" "$4/ro"' \
+		sh "$check" "$BCF_TMP/ref-self" "$BCF_TMP/roview" \
+		"$BCF_TMP/roview2" "$BCF_TMP/plain" > "$BCF_TMP/self.out" 2>&1
 	rc=$?
 else
 	timeout 600 "$check" "$BCF_TMP/ref-self" "$BCF_TMP/plain" \
@@ -143,9 +133,16 @@ if [ -n "$ro_ok" ]; then
 	ro_layout "$BCF_MNT/rosrc" || bcf_fail "cannot make the layout"
 	mount_ro
 	[ -f "$BCF_MNT2/rosrc/f" ] || bcf_fail "the read-only mount is empty"
+	timeout 600 unshare -m --propagation private /bin/sh -c "$NS_RO"'
+		ro_view "$3" || exit 99
+		exec "$1" "$2" "$4" "$3/ro" "$5"' \
+		sh "$check" "$BCF_TMP/ref" "$BCF_TMP/roview" "$BCF_MNT" \
+		"$BCF_MNT2/rosrc"
+	rc=$?
+else
+	timeout 600 "$check" "$BCF_TMP/ref" "$BCF_MNT"
+	rc=$?
 fi
-run_check "$BCF_TMP/ref" "$BCF_MNT" "$BCF_TMP/rosrc-ref" "$BCF_MNT2/rosrc"
-rc=$?
 [ $rc -eq 99 ] && bcf_hard "perm-check could not run on the mount"
 [ $rc -eq 0 ] || bcf_fail "perm-check: the mount differs from a plain directory"
 exit 0
