@@ -25,11 +25,9 @@
 
 #define AGENT_NAME		"bluecache-agent"
 #define AGENT_LISTEN_MAX	16
-#define AGENT_SESSIONS_MAX	128	/* sessions on the whole agent */
 #define AGENT_INFLIGHT_MAX	32	/* outstanding batches per session */
 #define AGENT_HANDLES_MAX	(1u << 20) /* handles per session */
 #define AGENT_FILES_MAX		65536	/* open fhs per session */
-#define AGENT_HANDSHAKE_MS	10000	/* HELLO..AUTH must finish in this */
 #define AGENT_DRAIN_MS		10000	/* SIGTERM: time to finish in flight */
 
 enum agent_log_level {
@@ -212,7 +210,11 @@ void agent_worker_hand(int fd, const char *peer, const void *frame,
 		       size_t len, int is_unix);
 /* Ask every worker to drain and stop; wait; merge their stats. */
 void agent_workers_stop(struct agent_stats *total);
-/* Live sessions on the whole agent (for the limit in main.c). */
+/*
+ * Sessions that count against --max-sessions (main.c): the authenticated
+ * ones, plus the unauthenticated ones (HELLOs still in inboxes included)
+ * up to --max-unauth, so a flood of idle handshakes cannot fill the table.
+ */
 unsigned int agent_sessions_live(void);
 /* Sessions counted from the HELLO handed over until freed. */
 extern atomic_uint agent_live_sessions;

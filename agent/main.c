@@ -1120,6 +1120,12 @@ int main(int argc, char **argv)
 			goto out_listeners;
 		}
 	}
+	/*
+	 * The mode a host sends is final (it carries the caller's umask
+	 * already): the agent's own umask must never mask it.  Set after
+	 * the listeners, whose sockets keep the mode the umask gave them.
+	 */
+	umask(0);
 	ret = agent_workers_start(agent_cfg.workers);
 	if (ret < 0)
 		goto out_listeners;

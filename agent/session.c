@@ -36,10 +36,14 @@ static void session_set(struct agent_session *s, enum agent_session_state to)
 		[SESS_CLOSING] = { [SESS_CLOSING] = 1 },
 	};
 
-	if (!ok[s->state][to])
+	enum agent_session_state from = s->state;
+
+	if (!ok[from][to])
 		agent_err("session %s: bad state change %d -> %d", s->peer,
-			  s->state, to);
+			  from, to);
 	s->state = to;
+	if (from == SESS_AUTH && to != SESS_AUTH)
+		agent_worker_unauth_done(s);
 }
 
 /*

@@ -48,6 +48,7 @@ struct bcfs_opts {
 	double timeout;		/* seconds for an answer or a transfer */
 	unsigned int max_batch;
 	int writeback;
+	int private_mount;	/* root: do not serve other users */
 	int foreground;
 	int debug;
 	int single;

@@ -59,6 +59,7 @@ static const struct fuse_opt bcfs_opt_spec[] = {
 	BCFS_OPT("max_batch=%u", max_batch, 0),
 	BCFS_OPT("timeout=%lf", timeout, 0),
 	BCFS_OPT("writeback", writeback, 1),
+	BCFS_OPT("private", private_mount, 1),
 	FUSE_OPT_KEY("-h", BCFS_KEY_HELP),
 	FUSE_OPT_KEY("--help", BCFS_KEY_HELP),
 	FUSE_OPT_KEY("-V", BCFS_KEY_VERSION),
@@ -129,7 +130,9 @@ static void bcfs_usage(FILE *f, const char *prog)
 "\n"
 "FUSE options:\n"
 "    -o ro                  read-only mount\n"
-"    -o allow_other         allow access by other users\n"
+"    -o allow_other         allow access by other users (the default when\n"
+"                           root mounts; the kernel checks permissions)\n"
+"    -o private             when root mounts: serve root only\n"
 "    -o OPTION              other mount options (noatime, nosuid, ...)\n",
 		prog);
 }
@@ -428,7 +431,13 @@ static int bcfs_fuse_args(struct fuse_args *args)
 	opts = malloc(n);
 	if (!opts)
 		goto out;
-	snprintf(opts, n, "default_permissions,subtype=%s,fsname=%s",
+	/*
+	 * A mount root makes serves the machine, as a local file system
+	 * does, with the kernel checking every user's permissions.
+	 */
+	snprintf(opts, n, "default_permissions,%ssubtype=%s,fsname=%s",
+		 getuid() == 0 && !bcfs_g.o.private_mount ? "allow_other," :
+							    "",
 		 BCFS_PROG, fsname);
 	if (fuse_opt_insert_arg(args, 1, "-o") ||
 	    fuse_opt_insert_arg(args, 2, opts))

@@ -664,6 +664,7 @@ long t_proc_cpu_ms(pid_t pid)
 		   "%llu %llu", &ut, &st) != 2 || hz <= 0)
 		return -1;
 	return (long)((ut + st) * 1000 / (unsigned long long)hz);
+}
 
 #include <sys/mman.h>	/* memfd_create, mmap: the raw shm helpers below */
 
