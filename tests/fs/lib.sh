@@ -7,7 +7,8 @@
 # $BCF_TRANSPORT picks how the mount reaches its agent:
 #   shm  bluecachefs local:DIR (a private agent over a unix socket, shm data)
 #   tcp  a separately started bluecache-agent on a free loopback port with a
-#        secret file, mounted as tcp://127.0.0.1:PORT -o transport=tcp
+#        secret file and --squash none, mounted as tcp://127.0.0.1:PORT
+#        -o transport=tcp
 #   rdma as tcp, but on the RDMA device's address $RDMA_IP with the agent's
 #        --rdma-listen: bulk data moves by RDMA (tests/rdma/check-rdma.sh
 #        runs the suite so inside a VM with Soft-RoCE); skips without
@@ -173,8 +174,10 @@ bcf_agent_tcp()
 	[ -f "$BCF_SECRET" ] || bcf_secret "$BCF_SECRET"
 	for try in 1 2 3; do
 		BCF_PORT=$(bcf_free_port) || bcf_hard "python3 found no free port"
+		# a trusted host: root's ids are stored as root's, so
+		# the suite sees the ownership a local file system keeps
 		bcf_start_agent "$BCF_BACK" "tcp://127.0.0.1:$BCF_PORT" \
-			--secret-file "$BCF_SECRET" && return 0
+			--secret-file "$BCF_SECRET" --squash none && return 0
 	done
 	cat "$BCF_TMP/agent.log" >&2
 	bcf_fail "bluecache-agent did not become ready"
@@ -191,6 +194,7 @@ bcf_agent_rdma()
 		BCF_PORT=$(bcf_free_port) || bcf_hard "python3 found no free port"
 		bcf_start_agent "$BCF_BACK" "tcp://$RDMA_IP:$BCF_PORT" \
 			--rdma-listen "$RDMA_IP:0" --secret-file "$BCF_SECRET" \
+			--squash none \
 			${BCF_RDMA_AGENT_ARGS:-} && return 0
 	done
 	cat "$BCF_TMP/agent.log" >&2
