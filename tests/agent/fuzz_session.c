@@ -33,10 +33,12 @@
 #include <string.h>
 #include <unistd.h>
 #include <dirent.h>
+#include <linux/capability.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/xattr.h>
 
 #include "agent.h"
@@ -207,6 +209,31 @@ static void fz_cleanup(void)
 	}
 }
 
+/*
+ * Run as root, a session could make a node of the host's disk and write
+ * to it: without CAP_MKNOD the kernel refuses any device node, whatever
+ * the agent lets through.  Before any thread starts, so all inherit it.
+ */
+static void fz_drop_mknod(void)
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+	unsigned int w = CAP_MKNOD / 32;
+	uint32_t bit = 1u << (CAP_MKNOD % 32);
+
+	if (syscall(SYS_capget, &hdr, d) < 0)
+		fz_die("capget: %s", strerror(errno));
+	if (!(d[w].permitted & bit))
+		return;
+	d[w].effective &= ~bit;
+	d[w].permitted &= ~bit;
+	d[w].inheritable &= ~bit;
+	if (syscall(SYS_capset, &hdr, d) < 0)
+		fz_die("cannot drop CAP_MKNOD: %s", strerror(errno));
+}
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	struct rlimit rl = { FZS_FSIZE_MAX, FZS_FSIZE_MAX };
@@ -217,6 +244,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 	(void)argc;
 	(void)argv;
+	fz_drop_mknod();
 	/* a FALLOCATE or SETATTR of 1 TiB must not fill the disk */
 	if (setrlimit(RLIMIT_FSIZE, &rl) < 0)
 		fz_die("RLIMIT_FSIZE: %s", strerror(errno));
@@ -447,7 +475,8 @@ static void fz_sync(struct fz_conn *c)
 }
 
 /* HELLO handed over as the acceptor does, then AUTH (unless noauth). */
-static void fz_handshake(struct fz_conn *c, int agent_fd, int noauth)
+static void fz_handshake(struct fz_conn *c, int agent_fd, int noauth,
+			 int is_unix)
 {
 	uint8_t buf[256], nc[BCP_NONCE_LEN], key[1] = { 0 };
 	struct bcp_msg m;
@@ -465,7 +494,7 @@ static void fz_handshake(struct fz_conn *c, int agent_fd, int noauth)
 	if (n < 0)
 		fz_die("cannot encode HELLO: %s", strerror(-n));
 	atomic_fetch_add(&agent_live_sessions, 1);
-	agent_worker_hand(agent_fd, "fuzz", buf, (size_t)n, 1);
+	agent_worker_hand(agent_fd, "fuzz", buf, (size_t)n, is_unix);
 
 	fz_arm(c);
 	while (!c->closed && !c->hello.hdr.opcode)
@@ -513,6 +542,7 @@ static void fz_put_le(uint8_t *p, uint64_t v, unsigned int n)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static uint8_t frame[FZS_REC_HDR + 65536];
+	uint8_t setup = size ? data[0] : 0;
 	struct fz_conn c;
 	size_t pos = 0;
 	int sv[2];
@@ -526,7 +556,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fz_die("socketpair: %s", strerror(errno));
 	fcntl(sv[1], F_SETFL, O_NONBLOCK);
 	c.fd = sv[0];
-	fz_handshake(&c, sv[1], size && (data[0] & FZS_NOAUTH));
+	/* no session is live: the worker reads agent_cfg after the hand */
+	agent_cfg.meta_io = setup & FZS_URING ? AGENT_META_URING :
+						AGENT_META_SYNC;
+	fz_handshake(&c, sv[1], setup & FZS_NOAUTH, !(setup & FZS_TCP));
 
 	while (size - pos >= FZS_REC_HDR && !c.closed) {
 		uint8_t ctl = data[pos];

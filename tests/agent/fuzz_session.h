@@ -24,7 +24,10 @@
 #define FZS_FIX		0x01	/* set magic, version and payload_len */
 #define FZS_FD		0x02	/* the shared memfd rides along (SCM_RIGHTS) */
 #define FZS_SYNC	0x04	/* first wait until all before was served */
-#define FZS_NOAUTH	0x80	/* first record only: skip AUTH */
+/* first record only: how the session is set up */
+#define FZS_NOAUTH	0x80	/* skip AUTH */
+#define FZS_URING	0x40	/* metadata through io_uring (--meta-io) */
+#define FZS_TCP		0x20	/* handed over as a tcp connection */
 
 #define FZS_REC_HDR	3
 #define FZS_SHM_LEN	(1u << 20)	/* the memfd regions are made of */

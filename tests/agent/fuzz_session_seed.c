@@ -458,6 +458,19 @@ int main(int argc, char **argv)
 			seq_write(&q, names[i]);
 		}
 	}
+	/* metadata through the ring; a tcp session (no shm) */
+	memset(&q, 0, sizeof(q));
+	q.ctl = FZS_URING | FZS_FIX;
+	seq_dir(&q);
+	seq_write(&q, "dir-uring");
+	memset(&q, 0, sizeof(q));
+	q.ctl = FZS_URING | FZS_FIX;
+	seq_names(&q);
+	seq_write(&q, "names-uring");
+	memset(&q, 0, sizeof(q));
+	q.ctl = FZS_TCP | FZS_FIX;
+	seq_pull(&q);
+	seq_write(&q, "pull-tcp");
 	/* without AUTH: only AUTH itself may come */
 	memset(&q, 0, sizeof(q));
 	q.ctl = FZS_NOAUTH;
