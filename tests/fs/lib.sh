@@ -386,3 +386,54 @@ bcf_eq()
 {
 	[ "$2" = "$3" ] || bcf_fail "$1: expected '$2', got '$3'"
 }
+
+# bcf_agent_pids: the agents serving the mount: the separately started one
+# ($BCF_AGENT_PID) and the daemon's private one (a child of $BCF_FS_PID)
+bcf_agent_pids()
+{
+	local c
+
+	[ -n "$BCF_AGENT_PID" ] && echo "$BCF_AGENT_PID"
+	[ -n "$BCF_FS_PID" ] || return 0
+	for c in $(cat /proc/"$BCF_FS_PID"/task/*/children 2>/dev/null); do
+		case $(tr '\0' '\n' < "/proc/$c/cmdline" 2>/dev/null |
+		       head -n 1) in
+		*bluecache-agent) echo "$c" ;;
+		esac
+	done
+}
+
+# bcf_running PID: the process exists and is not a zombie
+bcf_running()
+{
+	local st
+
+	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
+	[ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
+}
+
+# bcf_alive [PID...]: the daemon and the given agents (by default those
+# bcf_agent_pids finds now; pass the ones found right after bcf_mount to
+# notice a private agent that died) still run; names each one that does
+# not, and returns 1 then
+bcf_alive()
+{
+	local p bad=0 pids
+
+	if [ -n "$BCF_FS_PID" ] && ! bcf_running "$BCF_FS_PID"; then
+		echo "bluecachefs ($BCF_FS_PID) is gone" >&2
+		bad=1
+	fi
+	if [ $# -gt 0 ]; then
+		pids="$*"
+	else
+		pids=$(bcf_agent_pids)
+	fi
+	for p in $pids; do
+		if ! bcf_running "$p"; then
+			echo "bluecache-agent ($p) is gone" >&2
+			bad=1
+		fi
+	done
+	return $bad
+}
