@@ -75,7 +75,8 @@ read_check()
 	want=$(bcf_sha "$BCF_BACK/$2")
 	t0=$(now)
 	got=$(timeout -k 5 $((bound + 5)) dd if="$BCF_TMP/$1/$2" bs=1M \
-		status=none | sha256sum | cut -d' ' -f1; exit "${PIPESTATUS[0]}")
+		status=none | sha256sum | cut -d' ' -f1
+		exit "${PIPESTATUS[0]}")
 	st=$?
 	t1=$(now)
 	[ $st -lt 124 ] ||

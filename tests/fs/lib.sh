@@ -520,7 +520,8 @@ bcf_check_extra_logs()
 		esac
 		lines=$(grep -E "$pat" "$f")
 		if [ -n "$BCF_LOG_ALLOW" ] && [ -n "$lines" ]; then
-			lines=$(printf '%s\n' "$lines" | grep -Ev "$BCF_LOG_ALLOW")
+			lines=$(printf '%s\n' "$lines" |
+				grep -Ev "$BCF_LOG_ALLOW")
 		fi
 		if [ -n "$lines" ]; then
 			echo "unexpected lines in ${f##*/}:" >&2
@@ -541,7 +542,8 @@ bcf_cleanup_extra()
 	for name in "${!BCF_EXTRA_PID[@]}"; do
 		bcf_umount_extra "$name" || { [ $rc -eq 0 ] && rc=1; }
 	done
-	if [ -n "$BCF_TMP" ] && [ -d "$BCF_TMP" ] && ! bcf_check_extra_logs; then
+	if [ -n "$BCF_TMP" ] && [ -d "$BCF_TMP" ] &&
+	   ! bcf_check_extra_logs; then
 		[ $rc -eq 0 ] || [ $rc -eq 77 ] && rc=1
 	fi
 	(exit $rc)

@@ -44,11 +44,11 @@
 #include <unistd.h>
 
 #define ST_SMALL_MAX	(64u << 10)	/* most files stay below this */
-#define ST_BIG_MAX	(1u << 20)	/* every 25th file may grow to this */
+#define ST_BIG_MAX	(1u << 20)	/* every 25th file: below this */
 #define ST_IO_MAX	(256u << 10)	/* one read or write */
-#define ST_MIN_OPEN	72		/* never close below this many open */
-#define ST_HIST		16		/* operations remembered per thread */
-#define ST_STUCK_S	120		/* a thread later than this is stuck */
+#define ST_MIN_OPEN	72		/* never close below this many */
+#define ST_HIST		16		/* history kept per thread */
+#define ST_STUCK_S	120		/* later than this: stuck */
 
 enum st_op {
 	ST_READ,
@@ -190,7 +190,7 @@ st_fail(struct st_thread *t, int err, const char *fmt, ...)
 		fprintf(stderr, ": %s (errno %d)", strerror(err), err);
 	fputc('\n', stderr);
 	first = t->nhist > ST_HIST ? t->nhist - ST_HIST : 0;
-	fprintf(stderr, "stress: thread %d: its last operations, oldest first:\n",
+	fprintf(stderr, "stress: thread %d: last operations, oldest first:\n",
 		t->id);
 	for (i = first; i < t->nhist; i++) {
 		const struct st_hist *h = &t->hist[i % ST_HIST];
@@ -705,7 +705,8 @@ int main(int argc, char **argv)
 			st_usage();
 		}
 	}
-	if (argc - optind != 2 || st_nthreads < 1 || st_nfiles < ST_MIN_OPEN + 1)
+	if (argc - optind != 2 || st_nthreads < 1 ||
+	    st_nfiles < ST_MIN_OPEN + 1)
 		st_usage();
 	st_dir = argv[optind];
 	seconds = atoi(argv[optind + 1]);
