@@ -390,3 +390,166 @@ bcf_eq()
 {
 	[ "$2" = "$3" ] || bcf_fail "$1: expected '$2', got '$3'"
 }
+
+# bcf_agent_pids: the agents serving the mount: the separately started one
+# ($BCF_AGENT_PID) and the daemon's private one (a child of $BCF_FS_PID)
+bcf_agent_pids()
+{
+	local c
+
+	[ -n "$BCF_AGENT_PID" ] && echo "$BCF_AGENT_PID"
+	[ -n "$BCF_FS_PID" ] || return 0
+	for c in $(cat /proc/"$BCF_FS_PID"/task/*/children 2>/dev/null); do
+		case $(tr '\0' '\n' < "/proc/$c/cmdline" 2>/dev/null |
+		       head -n 1) in
+		*bluecache-agent) echo "$c" ;;
+		esac
+	done
+}
+
+# bcf_running PID: the process exists and is not a zombie
+bcf_running()
+{
+	local st
+
+	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)
+	[ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
+}
+
+# bcf_alive [PID...]: the daemon and the given agents (by default those
+# bcf_agent_pids finds now; pass the ones found right after bcf_mount to
+# notice a private agent that died) still run; names each one that does
+# not, and returns 1 then
+bcf_alive()
+{
+	local p bad=0 pids
+
+	if [ -n "$BCF_FS_PID" ] && ! bcf_running "$BCF_FS_PID"; then
+		echo "bluecachefs ($BCF_FS_PID) is gone" >&2
+		bad=1
+	fi
+	if [ $# -gt 0 ]; then
+		pids="$*"
+	else
+		pids=$(bcf_agent_pids)
+	fi
+	for p in $pids; do
+		if ! bcf_running "$p"; then
+			echo "bluecache-agent ($p) is gone" >&2
+			bad=1
+		fi
+	done
+	return $bad
+}
+
+# Extra mounts, for a test with several mounts of one agent.
+# bcf_mount_extra NAME AGENT OPTS: mount AGENT on $BCF_TMP/NAME with -o OPTS
+# (and -f), the daemon logging to $BCF_TMP/fs-NAME.log; its pid lands in
+# BCF_EXTRA_PID[NAME].  The first call makes the EXIT trap continue every
+# stopped extra daemon, unmount them all and check their logs (sanitizer
+# reports in any; "error" lines, minus $BCF_LOG_ALLOW, in all but those
+# named in $BCF_EXTRA_NOISY) before bcf_cleanup runs.  Returns 1 (with the
+# log shown) when the mount does not come up within 20 s.
+declare -A BCF_EXTRA_PID=()
+BCF_EXTRA_NOISY=${BCF_EXTRA_NOISY:-}
+
+bcf_mount_extra()
+{
+	local name=$1 agent=$2 opts=$3 mnt=$BCF_TMP/$1 pid
+
+	if [ ${#BCF_EXTRA_PID[@]} -eq 0 ]; then
+		trap bcf_cleanup_extra EXIT
+	fi
+	mkdir -p "$mnt" || bcf_hard "cannot make $mnt"
+	"$BCF_FS" "$agent" "$mnt" -f -o "$opts" \
+		2>>"$BCF_TMP/fs-$name.log" &
+	pid=$!
+	BCF_EXTRA_PID[$name]=$pid
+	if ! bcf_wait_for 20 eval 'bcf_running '"$pid"' &&
+	     bcf_is_mounted '"'$mnt'"; then
+		tail -n 20 "$BCF_TMP/fs-$name.log" >&2
+		echo "bluecachefs $agent $mnt -o $opts did not mount" >&2
+		return 1
+	fi
+	return 0
+}
+
+# bcf_umount_extra NAME: continue, unmount and reap one extra daemon;
+# returns 1 with a message when it hangs or exits with a non-zero status
+bcf_umount_extra()
+{
+	local name=$1 mnt=$BCF_TMP/$1 pid=${BCF_EXTRA_PID[$1]:-} n=0 st
+
+	[ -n "$pid" ] || return 0
+	kill -CONT "$pid" 2>/dev/null
+	cd / || true
+	while bcf_is_mounted "$mnt"; do
+		fusermount3 -u "$mnt" 2>/dev/null && break
+		n=$((n + 1))
+		if [ $n -ge 50 ]; then
+			fusermount3 -uz "$mnt"
+			echo "$mnt stayed busy; lazily unmounted" >&2
+			break
+		fi
+		sleep 0.2
+	done
+	unset "BCF_EXTRA_PID[$name]"
+	if ! bcf_wait_for 30 bcf_pid_gone "$pid"; then
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+		echo "bluecachefs on $mnt did not exit after unmount" >&2
+		return 1
+	fi
+	wait "$pid"
+	st=$?
+	if [ $st -ne 0 ]; then
+		echo "bluecachefs on $mnt exited with status $st" >&2
+		return 1
+	fi
+	return 0
+}
+
+# bcf_check_extra_logs: as bcf_check_logs, for the extra mounts' logs
+bcf_check_extra_logs()
+{
+	local f name bad=0 lines pat
+
+	for f in "$BCF_TMP"/fs-*.log; do
+		[ -s "$f" ] || continue
+		name=${f##*/fs-}
+		name=${name%.log}
+		pat='error|Sanitizer|runtime error|SUMMARY:'
+		case " $BCF_EXTRA_NOISY " in
+		*" $name "*) pat='Sanitizer|runtime error|SUMMARY:' ;;
+		esac
+		lines=$(grep -E "$pat" "$f")
+		if [ -n "$BCF_LOG_ALLOW" ] && [ -n "$lines" ]; then
+			lines=$(printf '%s\n' "$lines" |
+				grep -Ev "$BCF_LOG_ALLOW")
+		fi
+		if [ -n "$lines" ]; then
+			echo "unexpected lines in ${f##*/}:" >&2
+			printf '%s\n' "$lines" | head -20 >&2
+			bad=1
+		fi
+	done
+	return $bad
+}
+
+bcf_cleanup_extra()
+{
+	local rc=$? name
+
+	for name in "${!BCF_EXTRA_PID[@]}"; do
+		kill -CONT "${BCF_EXTRA_PID[$name]}" 2>/dev/null
+	done
+	for name in "${!BCF_EXTRA_PID[@]}"; do
+		bcf_umount_extra "$name" || { [ $rc -eq 0 ] && rc=1; }
+	done
+	if [ -n "$BCF_TMP" ] && [ -d "$BCF_TMP" ] &&
+	   ! bcf_check_extra_logs; then
+		[ $rc -eq 0 ] || [ $rc -eq 77 ] && rc=1
+	fi
+	(exit $rc)
+	bcf_cleanup
+}
