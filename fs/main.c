@@ -418,6 +418,8 @@ static int bcfs_agent_check(const char *agent)
 }
 
 /* Options for fuse_session_new: ours, then those the user passed on. */
+#define BCFS_CONNECT_TRIES	6	/* 50 ms, doubling: 3 s in all */
+
 static int bcfs_fuse_args(struct fuse_args *args)
 {
 	char *fsname = NULL, *opts = NULL;
@@ -533,7 +535,7 @@ int main(int argc, char *argv[])
 	struct bcp_client_opts co = { 0 };
 	char mnt[PATH_MAX];
 	const char *addr;
-	int status_fd = -1, ret = 1;
+	int status_fd = -1, ret = 1, i;
 	char err[512];
 	struct stat st;
 
@@ -594,7 +596,19 @@ int main(int argc, char *argv[])
 			co.transport = BCP_XFER_SHM;
 	}
 	co.addr = addr;
-	ret = bcp_client_connect(&co, &bcfs_g.client, err, sizeof(err));
+	/*
+	 * An agent under a flood of half-open handshakes drops the oldest
+	 * to make room: a connection closed during the handshake is worth
+	 * a few more tries before the mount gives up.
+	 */
+	for (i = 0; i < BCFS_CONNECT_TRIES; i++) {
+		ret = bcp_client_connect(&co, &bcfs_g.client, err,
+					 sizeof(err));
+		if (ret != -ECONNRESET)
+			break;
+		bcfs_dbg("%s; trying again", err);
+		usleep(50000u << i);
+	}
 	if (ret) {
 		bcfs_err("%s", err);
 		ret = 1;
