@@ -97,82 +97,13 @@ void t_agent_init(struct t_agent *a, const char *name)
 
 void t_agent_start(struct t_agent *a)
 {
-	const char *top = getenv("top_builddir");
-	char bin[512], tcp[64], rfd[16];
-	const char *argv[40];
-	struct pollfd pfd;
-	int p[2], n = 0, i;
-	char buf[8];
+	const char *extra[9] = { NULL };
+	unsigned int i;
 
-	if (!top)
-		top = ".";
-	snprintf(bin, sizeof(bin), "%s/agent/bluecache-agent", top);
-	if (a->secret) {
-		FILE *f = fopen(a->secret_path, "w");
-
-		if (!f)
-			t_hard("secret: %s", strerror(errno));
-		fputs(a->secret, f);
-		fclose(f);
-		chmod(a->secret_path, 0600);
-	}
-	snprintf(a->tcp_addr, sizeof(a->tcp_addr), "tcp://127.0.0.1:%d",
-		 t_free_port());
-	snprintf(tcp, sizeof(tcp), "%s", a->tcp_addr);
-	if (pipe(p) < 0)
-		t_hard("pipe: %s", strerror(errno));
-	snprintf(rfd, sizeof(rfd), "%d", p[1]);
-	argv[n++] = bin;
-	argv[n++] = "--root";
-	argv[n++] = a->root;
-	argv[n++] = "--listen";
-	argv[n++] = a->unix_addr;
-	argv[n++] = "--listen";
-	argv[n++] = tcp;
-	argv[n++] = "--foreground";
-	argv[n++] = "--ready-fd";
-	argv[n++] = rfd;
-	argv[n++] = "--queue-depth";
-	argv[n++] = "4";
-	argv[n++] = "--slot-size";
-	argv[n++] = "64K";
-	argv[n++] = "--workers";
-	argv[n++] = "2";
-	argv[n++] = "--log-level";
-	argv[n++] = "info";
-	if (getenv("T_AGENT_META_IO")) {
-		argv[n++] = "--meta-io";
-		argv[n++] = getenv("T_AGENT_META_IO");
-	}
-	if (a->secret) {
-		argv[n++] = "--secret-file";
-		argv[n++] = a->secret_path;
-	}
 	for (i = 0; i < 8 && a->extra[i]; i++)
-		argv[n++] = a->extra[i];
-	argv[n] = NULL;
-	a->pid = fork();
-	if (a->pid < 0)
-		t_hard("fork: %s", strerror(errno));
-	if (a->pid == 0) {
-		int fd = open(a->log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-
-		if (fd < 0)
-			_exit(127);
-		dup2(fd, 2);
-		close(p[0]);
-		execv(bin, (char **)argv);
-		_exit(127);
-	}
-	close(p[1]);
-	pfd.fd = p[0];
-	pfd.events = POLLIN;
-	if (poll(&pfd, 1, 10000) != 1 || read(p[0], buf, 6) != 6 ||
-	    memcmp(buf, "ready\n", 6)) {
-		close(p[0]);
+		extra[i] = a->extra[i];
+	if (t_agent_start_args(a, extra, 0) < 0)
 		t_hard("agent did not become ready (see %s)", a->log);
-	}
-	close(p[0]);
 }
 
 int t_log_has(const struct t_agent *a, const char *s)
