@@ -399,7 +399,7 @@ void agent_session_hello(struct agent_session *s, const struct bcp_msg *m)
 	uint16_t hi = hq->ver_max < BCP_VERSION_MAX ? hq->ver_max :
 						      BCP_VERSION_MAX;
 	uint64_t offered = BCP_FEAT_TCP_DATA | BCP_FEAT_READDIRPLUS |
-			   BCP_FEAT_COPY_RANGE;
+			   BCP_FEAT_COPY_RANGE | BCP_FEAT_SETATTR_CTIME;
 	struct sockaddr_storage local;
 	socklen_t llen = sizeof(local);
 	uint8_t raddr[16] = { 0 };

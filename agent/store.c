@@ -563,6 +563,25 @@ int agent_store_setattr(struct agent_store *s,
 		if (ret < 0)
 			return -errno;
 	}
+	if (r->valid == BCP_SETATTR_CTIME) {
+		struct statx x;
+
+		/*
+		 * Nothing but ctime: set the mode it has, which changes
+		 * ctime and, done by root, nothing else (a chown(-1, -1)
+		 * would clear set-ID bits the host did not ask to clear).
+		 */
+		ret = store_statx(s, n->fd, &x);
+		if (ret < 0)
+			return ret;
+		if (n->mode == S_IFLNK)
+			ret = fchownat(n->fd, "", (uid_t)-1, (gid_t)-1,
+				       AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
+		else
+			ret = chmod(proc, x.stx_mode & 07777);
+		if (ret < 0)
+			return -errno;
+	}
 	if (r->valid & BCP_SETATTR_SIZE) {
 		if (r->size > INT64_MAX)
 			return -EFBIG;

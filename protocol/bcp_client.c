@@ -1270,7 +1270,8 @@ static int client_want(struct bcp_client *c, uint64_t *want, char *err,
 {
 	int is_unix = c->addr.family == AF_UNIX;
 
-	*want = BCP_FEAT_READDIRPLUS | BCP_FEAT_COPY_RANGE;
+	*want = BCP_FEAT_READDIRPLUS | BCP_FEAT_COPY_RANGE |
+		BCP_FEAT_SETATTR_CTIME;
 	switch (c->opts.transport) {
 	case BCP_XFER_AUTO:
 		*want |= BCP_FEAT_TCP_DATA | (is_unix ? BCP_FEAT_SHM : 0);

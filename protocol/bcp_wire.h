@@ -20,6 +20,8 @@
  *   1  first version: HELLO/AUTH/DATA_ATTACH, metadata ops, REGISTER_REGION,
  *      BATCH_PULL/BATCH_PUSH, FORGET, COPY_FILE_RANGE, LSEEK, PING; data
  *      connection ops DATA_WRITE/DATA_READ.
+ *   1 + BCP_FEAT_SETATTR_CTIME: SETATTR valid bit BCP_SETATTR_CTIME (a
+ *      change of nothing but ctime, as chown(f, -1, -1) makes).
  */
 #ifndef BCP_WIRE_H
 #define BCP_WIRE_H
@@ -59,7 +61,8 @@
 #define BCP_FEAT_RDMA		(1ull << 2) /* rdma_addr/rdma_port valid */
 #define BCP_FEAT_READDIRPLUS	(1ull << 3)
 #define BCP_FEAT_COPY_RANGE	(1ull << 4)
-#define BCP_FEAT_ALL		((1ull << 5) - 1)
+#define BCP_FEAT_SETATTR_CTIME	(1ull << 5) /* BCP_SETATTR_CTIME understood */
+#define BCP_FEAT_ALL		((1ull << 6) - 1)
 
 enum bcp_opcode {
 	BCP_OP_HELLO = 1,
@@ -113,7 +116,8 @@ enum bcp_opcode {
 #define BCP_SETATTR_MTIME	0x20u
 #define BCP_SETATTR_ATIME_NOW	0x40u
 #define BCP_SETATTR_MTIME_NOW	0x80u
-#define BCP_SETATTR_ALL		0xffu
+#define BCP_SETATTR_CTIME	0x100u	/* BCP_FEAT_SETATTR_CTIME: touch ctime */
+#define BCP_SETATTR_ALL		0x1ffu
 
 /* RENAME flags (values of the Linux RENAME_* constants). */
 #define BCP_RENAME_NOREPLACE	0x1u
