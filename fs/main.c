@@ -239,6 +239,13 @@ static void bcfs_init(void *userdata, struct fuse_conn_info *conn)
 	/* pool memory is the destination anyway: splicing buys nothing */
 	conn->want &= ~(FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE |
 			FUSE_CAP_SPLICE_MOVE);
+	/*
+	 * No atomic O_TRUNC: open(O_TRUNC) then truncates through SETATTR,
+	 * where the kernel clears set-ID bits as a local file system does
+	 * when the opener is not the owner.  An atomic one truncates inside
+	 * the agent's open, which runs with every privilege.
+	 */
+	conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
 	conn->want |= want & conn->capable;
 	conn->max_write = BCFS_IO_MAX;
 	conn->max_readahead = BCFS_READAHEAD;

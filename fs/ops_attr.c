@@ -278,6 +278,13 @@ void bcfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		s->mtime = attr->st_mtim.tv_sec;
 		s->mtime_nsec = attr->st_mtim.tv_nsec;
 	}
+	/*
+	 * A SETATTR that sets nothing is the kernel passing on a change of
+	 * ctime alone (chown(f, -1, -1); FATTR_CTIME itself is sent only
+	 * with the writeback cache): the agent must still change ctime.
+	 */
+	if (!s->valid && (bcfs_g.features & BCP_FEAT_SETATTR_CTIME))
+		s->valid |= BCP_SETATTR_CTIME;
 	bcfs_call_reply(req, &m, BCFS_REPLY_ATTR, 0, NULL);
 }
 
