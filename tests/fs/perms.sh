@@ -5,8 +5,9 @@
 # updates on the mount, compared step by step with a plain local directory
 # (tests/fs/perm-check).  The checker first compares two plain directories,
 # which must agree (it proves the checker compares honestly), then a plain
-# directory with the mount.  The mount has allow_other (the checker's cases
-# switch to other users) and the default_permissions the daemon always adds.
+# directory with the mount.  The mount is made by root without options: it
+# must serve other users (allow_other is root's default; the checker's cases
+# switch to other users) with the default_permissions the daemon adds.
 #
 # The EROFS case needs a read-only view on both sides: the reference gets a
 # tmpfs remounted read-only in a private mount namespace (unshare), the
@@ -52,7 +53,7 @@ ro_layout()
 # mount_ro: a second bluecachefs of the same agent, read-only, on $BCF_MNT2
 mount_ro()
 {
-	local agent opts=ro,allow_other
+	local agent opts=ro
 
 	mkdir "$BCF_MNT2" || bcf_hard "cannot make $BCF_MNT2"
 	case $BCF_TRANSPORT in
@@ -127,8 +128,15 @@ fi
 grep -q '^skip erofs' "$BCF_TMP/self.out" && [ -n "$ro_ok" ] &&
 	bcf_hard "perm-check skipped erofs with read-only views given"
 
-bcf_mount -o allow_other
+# no allow_other: a mount made by root serves every user by default
+bcf_mount
 chmod 0755 "$BCF_MNT"
+# The one difference left: a write by a user outside the file's group
+# keeps S_ISGID on a file without S_IXGRP.  The kernel's FUSE client
+# clears S_ISGID on write only together with S_IXGRP unless the daemon
+# takes over clearing (HANDLE_KILLPRIV_V2, which libfuse 3.14 cannot ask
+# for).  Listed steps that agree again fail the test.
+export PERM_CHECK_KNOWN="setid_write:11 setid_write:12"
 if [ -n "$ro_ok" ]; then
 	ro_layout "$BCF_MNT/rosrc" || bcf_fail "cannot make the layout"
 	mount_ro
