@@ -299,8 +299,8 @@ static void bcfs_readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 	uint64_t parent = bcfs_handle(ino);
 	uint32_t max_bytes, n = 0;
 	size_t pos = 0, ent;
+	int ret, full = 0, bad;
 	char *buf;
-	int ret;
 
 	buf = bcfs_dbuf();
 	if (!buf) {
@@ -352,14 +352,26 @@ static void bcfs_readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 					   v.d.name_len))
 				ent = size + 1; /* no record: stop here */
 		}
-		if (ent > size - pos)
+		if (ent > size - pos) {
+			full = 1;
 			break;
+		}
 		pos += ent;
 		n++;
 	}
 	if (plus)
 		bcfs_readdir_unref(&r, n);
-	if (fuse_reply_buf(req, buf, pos) && plus) {
+	/*
+	 * Entries that do not parse (or in the other form than asked for)
+	 * would end the listing early as if the directory ended there.
+	 */
+	bad = !full && it.idx < r.u.readdir_rep.count;
+	if (bad) {
+		bcfs_err("the agent's READDIR reply does not parse after %u of "
+			 "%u entries", it.idx, r.u.readdir_rep.count);
+		fuse_reply_err(req, EIO);
+	}
+	if ((bad || fuse_reply_buf(req, buf, pos)) && plus) {
 		/* the kernel took none of the n it was given */
 		struct bcp_dirent_iter again = { 0 };
 		uint32_t i = 0;

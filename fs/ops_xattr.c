@@ -72,7 +72,10 @@ static void bcfs_xattr_reply(fuse_req_t req, size_t size, int ret,
 		return;
 	}
 	if (r->data_len > size) {
-		fuse_reply_err(req, ERANGE);
+		/* the agent answers ERANGE itself: more is a bad reply */
+		bcfs_err("the agent answered %u bytes of an extended attribute "
+			 "when %zu were asked for", r->data_len, size);
+		fuse_reply_err(req, EIO);
 		return;
 	}
 	fuse_reply_buf(req, r->data, r->data_len);
