@@ -2,8 +2,9 @@
 /*
  * log.c - log lines on stderr, "bluecache-agent: LEVEL: message", one
  * write(2) per line so lines from several threads never interleave.  A
- * detached agent logs to syslog instead, or to a --log-file (lines then
- * start with the local time); SIGHUP reopens that file in place.
+ * detached agent logs to syslog instead, or to a --log-file (lines there
+ * start with the local time, and it gets the lines from before detaching
+ * too); SIGHUP reopens that file in place.
  * "error" is kept for faults of the agent itself; a misbehaving peer is a
  * warning, and data-path warnings are rate-limited.
  */
@@ -19,6 +20,7 @@
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/uio.h>
 
 #include "agent.h"
 #include "log_i.h"
@@ -122,32 +124,41 @@ int agent_log_level_parse(const char *s)
 
 static void log_vline(int level, const char *fmt, va_list ap)
 {
-	char line[1024];
-	int n = 0, fd = STDERR_FILENO, sink = atomic_load(&log_sink);
+	int n, t = 0, sink = atomic_load(&log_sink);
+	char line[1024], stamp[48];
 
 	if (sink == LOG_SINK_SYSLOG) {
 		vsnprintf(line, sizeof(line), fmt, ap);
 		syslog(log_prio[level], "%s: %s", log_names[level], line);
 		return;
 	}
-	if (sink == LOG_SINK_FILE) {
-		struct timespec ts;
-		struct tm tm;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		localtime_r(&ts.tv_sec, &tm);
-		n = (int)strftime(line, 32, "%Y-%m-%dT%H:%M:%S", &tm);
-		n += snprintf(line + n, 16, ".%03ld ", ts.tv_nsec / 1000000);
-		fd = log_fd;
-	}
-	n += snprintf(line + n, sizeof(line) - (size_t)n, "%s: %s: ",
-		      AGENT_NAME, log_names[level]);
+	n = snprintf(line, sizeof(line), "%s: %s: ", AGENT_NAME,
+		     log_names[level]);
 	n += vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
 	if (n > (int)sizeof(line) - 2)
 		n = (int)sizeof(line) - 2;
 	line[n++] = '\n';
-	if (write(fd, line, (size_t)n) < 0)
+	if (sink == LOG_SINK_STDERR &&
+	    write(STDERR_FILENO, line, (size_t)n) < 0)
 		return;
+	/* the log file has every line, those before detaching too */
+	if (log_fd >= 0) {
+		struct timespec ts;
+		struct iovec iov[2];
+		struct tm tm;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		localtime_r(&ts.tv_sec, &tm);
+		t = (int)strftime(stamp, 32, "%Y-%m-%dT%H:%M:%S", &tm);
+		t += snprintf(stamp + t, sizeof(stamp) - (size_t)t, ".%03ld ",
+			      ts.tv_nsec / 1000000);
+		iov[0].iov_base = stamp;
+		iov[0].iov_len = (size_t)t;
+		iov[1].iov_base = line;
+		iov[1].iov_len = (size_t)n;
+		if (writev(log_fd, iov, 2) < 0)
+			return;
+	}
 }
 
 void agent_log(int level, const char *fmt, ...)

@@ -631,9 +631,6 @@ static int main_parse(struct main_cfg *cf, int argc, char **argv)
 			  a->queue_depth);
 		return -EINVAL;
 	}
-	if (!a->max_slots)
-		a->max_slots = a->queue_depth / 4 ?
-				      a->queue_depth / 4 : 1;
 	return 0;
 }
 
@@ -642,6 +639,8 @@ static void main_derive(struct agent_config *a)
 {
 	long per;
 
+	if (!a->max_slots)
+		a->max_slots = a->queue_depth / 4 ? a->queue_depth / 4 : 1;
 	if (!a->max_handles) {
 		per = agent_fds_budget / 4;
 		a->max_handles = per < 16 ? 16 : per > AGENT_HANDLES_MAX ?
@@ -1352,7 +1351,6 @@ static void main_reload(void)
 			   "nothing changed", main_cfg.config);
 		goto out_free;
 	}
-	main_derive(&na);
 	if (na.secret_file) {
 		ret = bcp_secret_load(na.secret_file, &secret, &secret_len,
 				      err, sizeof(err));
@@ -1366,6 +1364,9 @@ static void main_reload(void)
 	if (fixed[0])
 		agent_warn("SIGHUP: %s changed in %s; kept as they are until "
 			   "a restart", fixed, main_cfg.config);
+	/* what is derived follows what is kept */
+	na.queue_depth = agent_cfg.queue_depth;
+	main_derive(&na);
 	if (na.max_sessions > agent_cfg.max_sessions)
 		na.max_sessions = agent_cfg.max_sessions;
 	if (na.max_slots > agent_cfg.queue_depth)
