@@ -325,6 +325,7 @@ static struct main_cfg main_cfg = { .a = &agent_cfg, .sock_mode = -1 };
  */
 static int main_in_file;
 static char main_file_err[512];
+static int main_reloading;		/* a bad file on SIGHUP: a warning */
 
 static void __attribute__((format(printf, 1, 2)))
 main_bad(const char *fmt, ...)
@@ -514,7 +515,8 @@ static int main_file(struct main_cfg *cf, const char *file)
 		return -EINVAL;
 	}
 	if (line > 0) {
-		agent_err("configuration file %s, line %d: %s", file, line,
+		agent_log(main_reloading ? AGENT_LOG_WARNING : AGENT_LOG_ERROR,
+			  "configuration file %s, line %d: %s", file, line,
 			  main_file_err[0] ? main_file_err :
 			  "not a 'key = value' line");
 		return -EINVAL;
@@ -1346,7 +1348,10 @@ static void main_reload(void)
 		agent_info("SIGHUP: no configuration file to read (--config)");
 		return;
 	}
-	if (main_parse(&n, main_argc, main_argv) < 0) {
+	main_reloading = 1;
+	ret = main_parse(&n, main_argc, main_argv);
+	main_reloading = 0;
+	if (ret < 0) {
 		agent_warn("SIGHUP: configuration file %s not reloaded; "
 			   "nothing changed", main_cfg.config);
 		goto out_free;
