@@ -311,7 +311,7 @@ static const struct main_num main_nums[] = {
  */
 struct main_cfg {
 	struct agent_config *a;
-	char *config;			/* the last --config FILE, or NULL */
+	char *config;			/* the last --config, or NULL */
 	char *log_file;			/* --log-file, or NULL */
 	char *sock_group;		/* --socket-group, or NULL */
 	int sock_mode;			/* --socket-mode, or -1 */
