@@ -15,9 +15,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <grp.h>
 #include <ini.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,10 +32,13 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <syslog.h>
+#include <linux/capability.h>
 
 #include "agent.h"
+#include "log_i.h"
 #include "bcp_auth.h"
 #include "bcp_xfer_srv.h"
 
@@ -65,6 +70,9 @@ struct agent_config agent_cfg = {
 	.xfer_timeout_ms = 30000,
 	.pool_threads = 4,
 };
+
+/* What agent_cfg starts as; SIGHUP starts again from it. */
+static struct agent_config main_defaults;
 
 /* The rdma listener's event channel (main_loop polls it), or -1. */
 static int main_rdma_fd = -1;
@@ -106,7 +114,11 @@ static const char usage_text[] =
 "  -w, --workers N           worker threads (default: CPUs, at most 4)\n"
 "  -c, --config FILE         read options from an INI file first\n"
 "  -L, --log-level LEVEL     error, warning, info or debug (default info)\n"
-"  -f, --foreground          do not detach\n"
+"  -f, --foreground          do not detach; log to stderr\n"
+"      --log-file FILE       once detached, log to FILE (default: syslog)\n"
+"      --socket-mode MODE    unix sockets: octal mode set after bind\n"
+"                            (default: 0777 less the umask)\n"
+"      --socket-group GROUP  unix sockets: group set after bind\n"
 "      --rdma-listen ADDR[:PORT]\n"
 "                            accept rdma data connections on the RDMA\n"
 "                            device that has ADDR (IPv4, or [IPv6]; default\n"
@@ -186,6 +198,9 @@ static const struct option main_opts[] = {
 	{ "handshake-timeout", required_argument, NULL, 1017 },
 	{ "xfer-timeout", required_argument, NULL, 1018 },
 	{ "pool-threads", required_argument, NULL, 1019 },
+	{ "socket-mode", required_argument, NULL, 1020 },
+	{ "socket-group", required_argument, NULL, 1021 },
+	{ "log-file", required_argument, NULL, 1022 },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -251,45 +266,89 @@ struct main_num {
 	unsigned long long min, max;
 	int suffix;			/* 1: K/M, 2: K/M/G */
 	int wide;
-	void *to;
+	size_t off;			/* in struct agent_config */
 	const char *range;		/* for the error line */
 };
 
+#define MAIN_OFF(f)	offsetof(struct agent_config, f)
+
 static const struct main_num main_nums[] = {
-	{ "queue-depth", 1, 4096, 0, 0, &agent_cfg.queue_depth,
+	{ "queue-depth", 1, 4096, 0, 0, MAIN_OFF(queue_depth),
 	  "1..4096" },
-	{ "workers", 1, 64, 0, 0, &agent_cfg.workers, "1..64" },
-	{ "poll-usec", 0, 1000000, 0, 0, &agent_cfg.poll_usec,
+	{ "workers", 1, 64, 0, 0, MAIN_OFF(workers), "1..64" },
+	{ "poll-usec", 0, 1000000, 0, 0, MAIN_OFF(poll_usec),
 	  "0..1000000" },
-	{ "inline-max", 0, BCP_SEG_LEN_MAX, 1, 0, &agent_cfg.inline_max,
+	{ "inline-max", 0, BCP_SEG_LEN_MAX, 1, 0, MAIN_OFF(inline_max),
 	  "0..8M" },
-	{ "spin-usec", 0, 10000, 0, 0, &agent_cfg.spin_usec, "0..10000" },
-	{ "anon-uid", 0, 4294967294u, 0, 0, &agent_cfg.anon_uid,
+	{ "spin-usec", 0, 10000, 0, 0, MAIN_OFF(spin_usec), "0..10000" },
+	{ "anon-uid", 0, 4294967294u, 0, 0, MAIN_OFF(anon_uid),
 	  "0..4294967294" },
-	{ "anon-gid", 0, 4294967294u, 0, 0, &agent_cfg.anon_gid,
+	{ "anon-gid", 0, 4294967294u, 0, 0, MAIN_OFF(anon_gid),
 	  "0..4294967294" },
-	{ "max-handles", 16, AGENT_HANDLES_MAX, 0, 0, &agent_cfg.max_handles,
+	{ "max-handles", 16, AGENT_HANDLES_MAX, 0, 0, MAIN_OFF(max_handles),
 	  "16..1048576" },
-	{ "max-files", 16, AGENT_FILES_MAX, 0, 0, &agent_cfg.max_files,
+	{ "max-files", 16, AGENT_FILES_MAX, 0, 0, MAIN_OFF(max_files),
 	  "16..65536" },
-	{ "max-regions", 1, 64, 0, 0, &agent_cfg.max_regions, "1..64" },
+	{ "max-regions", 1, 64, 0, 0, MAIN_OFF(max_regions), "1..64" },
 	{ "max-region-bytes", 4096, 1ull << 40, 2, 1,
-	  &agent_cfg.max_region_bytes, "4K..1024G" },
-	{ "max-slots", 1, 4096, 0, 0, &agent_cfg.max_slots,
+	  MAIN_OFF(max_region_bytes), "4K..1024G" },
+	{ "max-slots", 1, 4096, 0, 0, MAIN_OFF(max_slots),
 	  "1..queue-depth" },
-	{ "max-sessions", 1, 65536, 0, 0, &agent_cfg.max_sessions,
+	{ "max-sessions", 1, 65536, 0, 0, MAIN_OFF(max_sessions),
 	  "1..65536" },
-	{ "max-unauth", 1, 65536, 0, 0, &agent_cfg.max_unauth, "1..65536" },
-	{ "handshake-timeout", 10, 600000, 0, 0, &agent_cfg.handshake_ms,
+	{ "max-unauth", 1, 65536, 0, 0, MAIN_OFF(max_unauth), "1..65536" },
+	{ "handshake-timeout", 10, 600000, 0, 0, MAIN_OFF(handshake_ms),
 	  "10..600000 ms" },
-	{ "xfer-timeout", 0, 3600000, 0, 0, &agent_cfg.xfer_timeout_ms,
+	{ "xfer-timeout", 0, 3600000, 0, 0, MAIN_OFF(xfer_timeout_ms),
 	  "0..3600000 ms, 0 = never" },
-	{ "pool-threads", 1, 64, 0, 0, &agent_cfg.pool_threads, "1..64" },
+	{ "pool-threads", 1, 64, 0, 0, MAIN_OFF(pool_threads), "1..64" },
 };
 
-/* One option from the command line or the config file.  0 or -EINVAL. */
-static int main_set(const char *key, const char *val, int from_file)
+/*
+ * What the command line and the configuration file set: the agent's
+ * configuration and the options only main.c uses.  Filled at start-up,
+ * and again into a scratch copy on SIGHUP (main_reload).
+ */
+struct main_cfg {
+	struct agent_config *a;
+	char *config;			/* the last --config, or NULL */
+	char *log_file;			/* --log-file, or NULL */
+	char *sock_group;		/* --socket-group, or NULL */
+	int sock_mode;			/* --socket-mode, or -1 */
+};
+
+static struct main_cfg main_cfg = { .a = &agent_cfg, .sock_mode = -1 };
+
+/*
+ * Errors met while a configuration file is read are kept here, the first
+ * one only, and printed with the file's name and line in one line.
+ */
+static int main_in_file;
+static char main_file_err[512];
+static int main_reloading;		/* a bad file on SIGHUP: a warning */
+
+static void __attribute__((format(printf, 1, 2)))
+main_bad(const char *fmt, ...)
 {
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (!main_in_file) {
+		char line[512];
+
+		vsnprintf(line, sizeof(line), fmt, ap);
+		agent_err("%s", line);
+	} else if (!main_file_err[0]) {
+		vsnprintf(main_file_err, sizeof(main_file_err), fmt, ap);
+	}
+	va_end(ap);
+}
+
+/* One option from the command line or the config file.  0 or -EINVAL. */
+static int main_set(struct main_cfg *c, const char *key, const char *val,
+		    int from_file)
+{
+	struct agent_config *a = c->a;
 	const char *range = NULL;
 	unsigned long long v;
 	unsigned int u, i;
@@ -304,57 +363,57 @@ static int main_set(const char *key, const char *val, int from_file)
 		if (main_u64(val, n->min, n->max, n->suffix, &v) < 0)
 			goto out_bad;
 		if (n->wide)
-			*(uint64_t *)n->to = v;
+			*(uint64_t *)((char *)a + n->off) = v;
 		else
-			*(unsigned int *)n->to = (unsigned int)v;
+			*(unsigned int *)((char *)a + n->off) = (unsigned int)v;
 		return 0;
 	}
 	if (!strcmp(key, "root")) {
-		free(agent_cfg.root);
-		agent_cfg.root = strdup(val);
+		free(a->root);
+		a->root = strdup(val);
 	} else if (!strcmp(key, "listen")) {
-		if (agent_cfg.nlisten >= AGENT_LISTEN_MAX) {
-			agent_err("too many listen addresses (at most %d)",
-				  AGENT_LISTEN_MAX);
+		if (a->nlisten >= AGENT_LISTEN_MAX) {
+			main_bad("too many listen addresses (at most %d)",
+				 AGENT_LISTEN_MAX);
 			return -EINVAL;
 		}
-		agent_cfg.listen[agent_cfg.nlisten++] = strdup(val);
+		a->listen[a->nlisten++] = strdup(val);
 	} else if (!strcmp(key, "secret-file")) {
-		free(agent_cfg.secret_file);
-		agent_cfg.secret_file = strdup(val);
+		free(a->secret_file);
+		a->secret_file = strdup(val);
 	} else if (!strcmp(key, "slot-size")) {
-		range = "4K..8M, a multiple of 4K";
+		range = "a multiple of 4K (4096 bytes) from 4K to 8M";
 		if (main_uint(val, 4096, BCP_SEG_LEN_MAX, 1, &u) < 0 ||
 		    u % 4096)
 			goto out_bad;
-		agent_cfg.slot_size = u;
+		a->slot_size = u;
 	} else if (!strcmp(key, "log-level")) {
 		int l = agent_log_level_parse(val);
 
 		range = "error, warning, info or debug";
 		if (l < 0)
 			goto out_bad;
-		agent_cfg.log_level = l;
+		a->log_level = l;
 	} else if (!strcmp(key, "foreground")) {
 		range = "yes or no";
 		b = main_bool(val);
 		if (b < 0)
 			goto out_bad;
-		agent_cfg.foreground = b;
+		a->foreground = b;
 	} else if (!strcmp(key, "allow-devices")) {
 		range = "yes or no";
 		b = main_bool(val);
 		if (b < 0)
 			goto out_bad;
-		agent_cfg.allow_devices = b;
+		a->allow_devices = b;
 	} else if (!strcmp(key, "squash")) {
 		range = "none, root or all";
 		if (!strcmp(val, "none"))
-			agent_cfg.squash = AGENT_SQUASH_NONE;
+			a->squash = AGENT_SQUASH_NONE;
 		else if (!strcmp(val, "root"))
-			agent_cfg.squash = AGENT_SQUASH_ROOT;
+			a->squash = AGENT_SQUASH_ROOT;
 		else if (!strcmp(val, "all"))
-			agent_cfg.squash = AGENT_SQUASH_ALL;
+			a->squash = AGENT_SQUASH_ALL;
 		else
 			goto out_bad;
 	} else if (!strcmp(key, "rdma-listen")) {
@@ -362,64 +421,112 @@ static int main_set(const char *key, const char *val, int from_file)
 		int ret = bcp_xrdma_addr_parse(val, &ss);
 
 		if (ret == -EOPNOTSUPP) {
-			agent_err("rdma-listen: the rdma transport is not "
-				  "built into this agent (configure "
-				  "--with-rdma)");
+			main_bad("rdma-listen: the rdma transport is not "
+				 "built into this agent (configure "
+				 "--with-rdma)");
 			return -EINVAL;
 		}
 		range = "ADDR[:PORT], IPv6 in brackets";
 		if (ret < 0)
 			goto out_bad;
-		free(agent_cfg.rdma_listen);
-		agent_cfg.rdma_listen = strdup(val);
+		free(a->rdma_listen);
+		a->rdma_listen = strdup(val);
 	} else if (!strcmp(key, "completion")) {
 		range = "poll, event or adaptive";
 		if (!strcmp(val, "poll"))
-			agent_cfg.completion = BCP_XSRV_CQ_POLL;
+			a->completion = BCP_XSRV_CQ_POLL;
 		else if (!strcmp(val, "event"))
-			agent_cfg.completion = BCP_XSRV_CQ_EVENT;
+			a->completion = BCP_XSRV_CQ_EVENT;
 		else if (!strcmp(val, "adaptive"))
-			agent_cfg.completion = BCP_XSRV_CQ_ADAPTIVE;
+			a->completion = BCP_XSRV_CQ_ADAPTIVE;
 		else
 			goto out_bad;
 	} else if (!strcmp(key, "meta-io")) {
 		range = "sync or uring";
 		if (!strcmp(val, "sync"))
-			agent_cfg.meta_io = AGENT_META_SYNC;
+			a->meta_io = AGENT_META_SYNC;
 		else if (!strcmp(val, "uring"))
-			agent_cfg.meta_io = AGENT_META_URING;
+			a->meta_io = AGENT_META_URING;
 		else
 			goto out_bad;
+	} else if (!strcmp(key, "socket-mode")) {
+		range = "an octal mode from 0 to 0777";
+		errno = 0;
+		{
+			char *end;
+			unsigned long m = strtoul(val, &end, 8);
+
+			if (errno || end == val || *end || *val == '-' ||
+			    m > 0777)
+				goto out_bad;
+			c->sock_mode = (int)m;
+		}
+	} else if (!strcmp(key, "socket-group")) {
+		free(c->sock_group);
+		c->sock_group = strdup(val);
+	} else if (!strcmp(key, "log-file")) {
+		free(c->log_file);
+		c->log_file = strdup(val);
 	} else if (!strcmp(key, "ready-fd")) {
 		range = "a descriptor number";
 		if (main_uint(val, 0, INT_MAX, 0, &u) < 0)
 			goto out_bad;
-		agent_cfg.ready_fd = (int)u;
+		a->ready_fd = (int)u;
 	} else {
-		agent_err("unknown %s '%s'", from_file ? "configuration key" :
-			  "option", key);
+		main_bad("unknown %s '%s'", from_file ? "configuration key" :
+			 "option", key);
 		return -EINVAL;
 	}
 	return 0;
 
 out_bad:
-	agent_err("invalid value '%s' for %s: expected %s", val, key, range);
+	main_bad("invalid value '%s' for %s: expected %s", val, key, range);
 	return -EINVAL;
 }
 
 static int main_ini(void *user, const char *section, const char *name,
 		    const char *value)
 {
-	(void)user;
 	if (section[0] && strcmp(section, "agent")) {
-		agent_err("configuration: unknown section [%s]", section);
+		main_bad("unknown section [%s] (the keys belong in [agent])",
+			 section);
 		return 0;
 	}
-	return main_set(name, value, 1) == 0;
+	return main_set(user, name, value, 1) == 0;
 }
 
-static int main_parse(int argc, char **argv)
+/* Read FILE into cf; one line on error.  0 or -EINVAL. */
+static int main_file(struct main_cfg *cf, const char *file)
 {
+	FILE *f = fopen(file, "r");
+	int line;
+
+	if (!f) {
+		agent_err("configuration file %s: %s", file, strerror(errno));
+		return -EINVAL;
+	}
+	main_file_err[0] = '\0';
+	main_in_file = 1;
+	line = ini_parse_file(f, main_ini, cf);
+	main_in_file = 0;
+	fclose(f);
+	if (line < 0) {
+		agent_err("configuration file %s: out of memory", file);
+		return -EINVAL;
+	}
+	if (line > 0) {
+		agent_log(main_reloading ? AGENT_LOG_WARNING : AGENT_LOG_ERROR,
+			  "configuration file %s, line %d: %s", file, line,
+			  main_file_err[0] ? main_file_err :
+			  "not a 'key = value' line");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int main_parse(struct main_cfg *cf, int argc, char **argv)
+{
+	struct agent_config *a = cf->a;
 	int c, i, have_listen = 0;
 
 	/* --config first, so that the command line overrides the file */
@@ -432,18 +539,12 @@ static int main_parse(int argc, char **argv)
 			file = argv[i] + 9;
 		if (!file)
 			continue;
-		c = ini_parse(file, main_ini, NULL);
-		if (c < 0) {
-			agent_err("cannot read configuration file %s", file);
+		free(cf->config);
+		cf->config = strdup(file);
+		if (main_file(cf, file) < 0)
 			return -EINVAL;
-		}
-		if (c > 0) {
-			agent_err("configuration file %s: invalid line %d",
-				  file, c);
-			return -EINVAL;
-		}
 	}
-	optind = 1;
+	optind = 0;		/* SIGHUP parses the command line again */
 	while ((c = getopt_long(argc, argv, "r:l:s:q:S:w:c:L:fR:hV",
 				main_opts, NULL)) != -1) {
 		const char *key = NULL;
@@ -458,17 +559,17 @@ static int main_parse(int argc, char **argv)
 		case 'c':
 			continue;
 		case 'f':
-			agent_cfg.foreground = 1;
+			a->foreground = 1;
 			continue;
 		case 1009:
-			agent_cfg.allow_devices = 1;
+			a->allow_devices = 1;
 			continue;
 		case 'l':
 			if (!have_listen) {
 				/* the command line replaces the file's */
-				while (agent_cfg.nlisten)
-					free(agent_cfg.listen[
-						--agent_cfg.nlisten]);
+				while (a->nlisten)
+					free(a->listen[
+						--a->nlisten]);
 				have_listen = 1;
 			}
 			key = "listen";
@@ -499,11 +600,14 @@ static int main_parse(int argc, char **argv)
 		case 1017: key = "handshake-timeout"; break;
 		case 1018: key = "xfer-timeout"; break;
 		case 1019: key = "pool-threads"; break;
+		case 1020: key = "socket-mode"; break;
+		case 1021: key = "socket-group"; break;
+		case 1022: key = "log-file"; break;
 		default:
 			fputs("Try 'bluecache-agent --help'.\n", stderr);
 			return -EINVAL;
 		}
-		if (main_set(key, optarg, 0) < 0)
+		if (main_set(cf, key, optarg, 0) < 0)
 			return -EINVAL;
 	}
 	if (optind < argc) {
@@ -511,28 +615,44 @@ static int main_parse(int argc, char **argv)
 			  argv[optind]);
 		return -EINVAL;
 	}
-	if (!agent_cfg.root) {
+	if (!a->root) {
 		agent_err("no data root: pass --root DIR (see --help)");
 		return -EINVAL;
 	}
-	if (!agent_cfg.nlisten)
-		agent_cfg.listen[agent_cfg.nlisten++] =
+	if (!a->nlisten)
+		a->listen[a->nlisten++] =
 			strdup("tcp://127.0.0.1:18517");
-	if (!agent_cfg.workers) {
+	if (!a->workers) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 
-		agent_cfg.workers = n < 1 ? 1 : n > 4 ? 4 : (unsigned int)n;
+		a->workers = n < 1 ? 1 : n > 4 ? 4 : (unsigned int)n;
 	}
-	if (agent_cfg.max_slots > agent_cfg.queue_depth) {
+	if (a->max_slots > a->queue_depth) {
 		agent_err("invalid value '%u' for max-slots: expected "
-			  "1..queue-depth (%u)", agent_cfg.max_slots,
-			  agent_cfg.queue_depth);
+			  "1..queue-depth (%u)", a->max_slots,
+			  a->queue_depth);
 		return -EINVAL;
 	}
-	if (!agent_cfg.max_slots)
-		agent_cfg.max_slots = agent_cfg.queue_depth / 4 ?
-				      agent_cfg.queue_depth / 4 : 1;
 	return 0;
+}
+
+/* The per-session limits left unset share the descriptor budget. */
+static void main_derive(struct agent_config *a)
+{
+	long per;
+
+	if (!a->max_slots)
+		a->max_slots = a->queue_depth / 4 ? a->queue_depth / 4 : 1;
+	if (!a->max_handles) {
+		per = agent_fds_budget / 4;
+		a->max_handles = per < 16 ? 16 : per > AGENT_HANDLES_MAX ?
+				 AGENT_HANDLES_MAX : (unsigned int)per;
+	}
+	if (!a->max_files) {
+		per = agent_fds_budget / 8;
+		a->max_files = per < 16 ? 16 : per > AGENT_FILES_MAX ?
+			       AGENT_FILES_MAX : (unsigned int)per;
+	}
 }
 
 /*
@@ -546,7 +666,7 @@ static int main_fds(void)
 	long reserve = (long)agent_cfg.max_sessions * 4 + MAIN_PENDING_MAX +
 		       MAIN_FDS_SPARE;
 	struct rlimit rl;
-	long lim, per;
+	long lim;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0) {
 		agent_err("getrlimit(RLIMIT_NOFILE): %s", strerror(errno));
@@ -571,22 +691,95 @@ static int main_fds(void)
 		return -EMFILE;
 	}
 	agent_fds_budget = lim - reserve;
-	if (!agent_cfg.max_handles) {
-		per = agent_fds_budget / 4;
-		agent_cfg.max_handles = per < 16 ? 16 :
-					per > AGENT_HANDLES_MAX ?
-					AGENT_HANDLES_MAX : (unsigned int)per;
-	}
-	if (!agent_cfg.max_files) {
-		per = agent_fds_budget / 8;
-		agent_cfg.max_files = per < 16 ? 16 :
-				      per > AGENT_FILES_MAX ?
-				      AGENT_FILES_MAX : (unsigned int)per;
-	}
+	main_derive(&agent_cfg);
 	agent_dbg("descriptors: limit %ld, %ld for files and handles; per "
 		  "session at most %u handles, %u open files", lim,
 		  agent_fds_budget, agent_cfg.max_handles,
 		  agent_cfg.max_files);
+	return 0;
+}
+
+/* Whether this process holds CAP_IPC_LOCK (in its effective set). */
+static int main_has_ipc_lock(void)
+{
+	struct __user_cap_header_struct h = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+
+	if (syscall(SYS_capget, &h, d) < 0)
+		return 0;
+	return !!(d[CAP_TO_INDEX(CAP_IPC_LOCK)].effective &
+		  CAP_TO_MASK(CAP_IPC_LOCK));
+}
+
+/*
+ * Every worker registers its staging slots with io_uring, which pins them
+ * and charges them to RLIMIT_MEMLOCK unless the agent holds CAP_IPC_LOCK.
+ * Raise the soft limit to the hard one; if that is still short, say so
+ * here in one line rather than let every worker fail.  0 or -ENOMEM.
+ */
+static int main_memlock(void)
+{
+	unsigned long long per = (unsigned long long)agent_cfg.queue_depth *
+				 agent_cfg.slot_size;
+	unsigned long long need = per * agent_cfg.workers;
+	struct rlimit rl;
+
+	if (main_has_ipc_lock() || getrlimit(RLIMIT_MEMLOCK, &rl) < 0)
+		return 0;
+	if (rl.rlim_cur < rl.rlim_max && rl.rlim_cur < need) {
+		struct rlimit want = { rl.rlim_max, rl.rlim_max };
+
+		if (setrlimit(RLIMIT_MEMLOCK, &want) == 0)
+			rl.rlim_cur = rl.rlim_max;
+	}
+	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+		return 0;
+	agent_err("RLIMIT_MEMLOCK is %llu KiB but the staging slots need "
+		  "%llu KiB (%u worker(s) x queue-depth %u x slot-size %u); "
+		  "raise it (ulimit -l, LimitMEMLOCK=), grant CAP_IPC_LOCK, "
+		  "or lower --queue-depth, --slot-size or --workers",
+		  (unsigned long long)rl.rlim_cur >> 10, need >> 10,
+		  agent_cfg.workers, agent_cfg.queue_depth,
+		  agent_cfg.slot_size);
+	return -ENOMEM;
+}
+
+/*
+ * --socket-group and --socket-mode on a unix socket just bound: connect(2)
+ * needs write permission on it, so they say who may mount.  0 or -errno.
+ */
+static int main_sock_perms(const char *name, const char *path)
+{
+	int ret;
+
+	if (main_cfg.sock_group) {
+		struct group *g = getgrnam(main_cfg.sock_group);
+		unsigned long long gid;
+
+		if (g)
+			gid = g->gr_gid;
+		else if (main_u64(main_cfg.sock_group, 0, 4294967294u, 0,
+				  &gid) < 0) {
+			agent_err("%s: --socket-group %s: no such group", name,
+				  main_cfg.sock_group);
+			return -EINVAL;
+		}
+		if (chown(path, (uid_t)-1, (gid_t)gid) < 0) {
+			ret = -errno;
+			agent_err("%s: cannot give the socket to group %s: %s",
+				  name, main_cfg.sock_group, strerror(-ret));
+			return ret;
+		}
+	}
+	if (main_cfg.sock_mode >= 0 &&
+	    chmod(path, (mode_t)main_cfg.sock_mode) < 0) {
+		ret = -errno;
+		agent_err("%s: cannot set the socket's mode to %04o: %s", name,
+			  main_cfg.sock_mode, strerror(-ret));
+		return ret;
+	}
 	return 0;
 }
 
@@ -617,13 +810,31 @@ static int main_listen(void)
 		if (a.family == AF_UNIX) {
 			struct stat st;
 
-			if (lstat(a.path, &st) == 0 && S_ISSOCK(st.st_mode))
+			/* a stale socket is ours to replace; nothing else is */
+			if (lstat(a.path, &st) == 0) {
+				if (!S_ISSOCK(st.st_mode)) {
+					agent_err("cannot listen on %s: %s "
+						  "exists and is not a socket; "
+						  "it will not be replaced", s,
+						  a.path);
+					return -EEXIST;
+				}
 				unlink(a.path);
+			}
 		}
 		fd = bcp_addr_listen(&a, 128);
 		if (fd < 0) {
 			agent_err("cannot listen on %s: %s", s, strerror(-fd));
 			return fd;
+		}
+		if (a.family == AF_UNIX) {
+			int ret = main_sock_perms(s, a.path);
+
+			if (ret < 0) {
+				close(fd);
+				unlink(a.path);
+				return ret;
+			}
 		}
 		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 		l->fd = fd;
@@ -942,8 +1153,31 @@ static void main_sd_notify(const char *msg)
 	close(fd);
 }
 
+/*
+ * Ready and detached: log where the options say (syslog, or --log-file),
+ * and let go of the caller's stdout and stderr, so that a pipe from the
+ * caller sees its end.
+ */
+static void main_detach_log(void)
+{
+	int nul;
+
+	if (agent_cfg.foreground && !main_cfg.log_file)
+		return;
+	agent_log_use();
+	if (agent_cfg.foreground)
+		return;
+	nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (nul < 0)
+		return;
+	dup2(nul, STDOUT_FILENO);
+	dup2(nul, STDERR_FILENO);
+	close(nul);
+}
+
 static void main_ready(int daemon_fd)
 {
+	main_detach_log();
 	if (agent_cfg.ready_fd >= 0) {
 		if (write(agent_cfg.ready_fd, "ready\n", 6) != 6)
 			agent_warn("cannot write to --ready-fd %d: %s",
@@ -988,6 +1222,222 @@ static int main_daemonize(void)
 		}
 	}
 	return p[1];
+}
+
+static int main_argc;
+static char **main_argv;
+
+static void main_cfg_free(struct main_cfg *c)
+{
+	unsigned int i;
+
+	free(c->a->root);
+	for (i = 0; i < c->a->nlisten; i++)
+		free(c->a->listen[i]);
+	free(c->a->secret_file);
+	free(c->a->rdma_listen);
+	free(c->config);
+	free(c->log_file);
+	free(c->sock_group);
+}
+
+static int main_str_differ(const char *x, const char *y)
+{
+	return (x || y) && (!x || !y || strcmp(x, y));
+}
+
+/* Options fixed at start-up: which of them the file changed. */
+static void main_reload_fixed(const struct main_cfg *n, char *buf,
+			      size_t cap)
+{
+	const struct agent_config *o = &agent_cfg, *a = n->a;
+	size_t len = 0;
+	unsigned int i;
+	int listen = o->nlisten != a->nlisten;
+
+	for (i = 0; !listen && i < a->nlisten; i++)
+		listen = strcmp(o->listen[i], a->listen[i]) != 0;
+	buf[0] = '\0';
+#define FIXED(cond, name)						\
+	do {								\
+		if ((cond) && len < cap)				\
+			len += (size_t)snprintf(buf + len, cap - len,	\
+						"%s%s", len ? ", " : "", \
+						name);			\
+	} while (0)
+	FIXED(main_str_differ(o->root, a->root), "root");
+	FIXED(listen, "listen");
+	FIXED(main_str_differ(o->rdma_listen, a->rdma_listen),
+	      "rdma-listen");
+	FIXED(o->queue_depth != a->queue_depth, "queue-depth");
+	FIXED(o->slot_size != a->slot_size, "slot-size");
+	FIXED(o->workers != a->workers, "workers");
+	FIXED(o->completion != a->completion, "completion");
+	FIXED(o->poll_usec != a->poll_usec, "poll-usec");
+	FIXED(o->inline_max != a->inline_max, "inline-max");
+	FIXED(o->spin_usec != a->spin_usec, "spin-usec");
+	FIXED(o->meta_io != a->meta_io, "meta-io");
+	FIXED(o->squash != a->squash, "squash");
+	FIXED(o->anon_uid != a->anon_uid, "anon-uid");
+	FIXED(o->anon_gid != a->anon_gid, "anon-gid");
+	FIXED(o->allow_devices != a->allow_devices, "allow-devices");
+	FIXED(o->pool_threads != a->pool_threads, "pool-threads");
+	FIXED(o->foreground != a->foreground, "foreground");
+	FIXED(main_str_differ(main_cfg.log_file, n->log_file), "log-file");
+	FIXED(main_str_differ(main_cfg.sock_group, n->sock_group),
+	      "socket-group");
+	FIXED(main_cfg.sock_mode != n->sock_mode, "socket-mode");
+	FIXED(o->max_sessions < a->max_sessions,
+	      "max-sessions (raised: descriptors are reserved at start-up)");
+#undef FIXED
+}
+
+/*
+ * The options SIGHUP may change: read by the workers as plain loads, each
+ * on its own (a session sees the old or the new value, either is valid).
+ */
+struct main_live {
+	const char *key;
+	size_t off;
+	int wide;
+};
+
+static const struct main_live main_lives[] = {
+	{ "max-handles", MAIN_OFF(max_handles), 0 },
+	{ "max-files", MAIN_OFF(max_files), 0 },
+	{ "max-regions", MAIN_OFF(max_regions), 0 },
+	{ "max-region-bytes", MAIN_OFF(max_region_bytes), 1 },
+	{ "max-slots", MAIN_OFF(max_slots), 0 },
+	{ "max-sessions", MAIN_OFF(max_sessions), 0 },
+	{ "max-unauth", MAIN_OFF(max_unauth), 0 },
+	{ "handshake-timeout", MAIN_OFF(handshake_ms), 0 },
+	{ "xfer-timeout", MAIN_OFF(xfer_timeout_ms), 0 },
+};
+
+/*
+ * A secret replaced by SIGHUP is kept until the next reload: a worker may
+ * be computing a MAC with it right now (it reads agent_cfg.secret without
+ * a lock), and a handshake takes microseconds, a reload seconds.  Every
+ * secret buffer holds BCP_SECRET_MAX + 1 bytes, so a length read with the
+ * other pointer never reads past a buffer.
+ */
+static uint8_t *main_secret_old;
+
+/*
+ * SIGHUP: read the configuration file and the command line again (the
+ * command line still wins), apply what may change while serving, keep the
+ * rest with a warning, and reopen the log file.  A file that does not
+ * parse changes nothing.
+ */
+static void main_reload(void)
+{
+	struct agent_config na = main_defaults;	/* as at start-up */
+	struct main_cfg n = { .a = &na, .sock_mode = -1 };
+	uint8_t *secret = NULL;
+	size_t secret_len = 0, len = 0;
+	char changed[1024], fixed[512], err[256];
+	unsigned int i;
+	int ret;
+
+	ret = agent_log_reopen();
+	if (ret < 0)
+		agent_warn("SIGHUP: cannot reopen log file %s: %s; still "
+			   "logging to the old file", main_cfg.log_file,
+			   strerror(-ret));
+	if (!main_cfg.config) {
+		agent_info("SIGHUP: no configuration file to read (--config)");
+		return;
+	}
+	main_reloading = 1;
+	ret = main_parse(&n, main_argc, main_argv);
+	main_reloading = 0;
+	if (ret < 0) {
+		agent_warn("SIGHUP: configuration file %s not reloaded; "
+			   "nothing changed", main_cfg.config);
+		goto out_free;
+	}
+	if (na.secret_file) {
+		ret = bcp_secret_load(na.secret_file, &secret, &secret_len,
+				      err, sizeof(err));
+		if (ret < 0) {
+			agent_warn("SIGHUP: %s; configuration not reloaded, "
+				   "nothing changed", err);
+			goto out_free;
+		}
+	}
+	main_reload_fixed(&n, fixed, sizeof(fixed));
+	if (fixed[0])
+		agent_warn("SIGHUP: %s changed in %s; kept as they are until "
+			   "a restart", fixed, main_cfg.config);
+	/* what is derived follows what is kept */
+	na.queue_depth = agent_cfg.queue_depth;
+	main_derive(&na);
+	if (na.max_sessions > agent_cfg.max_sessions)
+		na.max_sessions = agent_cfg.max_sessions;
+	if (na.max_slots > agent_cfg.queue_depth)
+		na.max_slots = agent_cfg.queue_depth;
+
+	changed[0] = '\0';
+	if (na.log_level != agent_cfg.log_level) {
+		static const char *const lv[] = { "error", "warning", "info",
+						  "debug" };
+
+		len += (size_t)snprintf(changed + len, sizeof(changed) - len,
+					"%slog-level %s -> %s",
+					len ? ", " : "",
+					lv[agent_cfg.log_level],
+					lv[na.log_level]);
+		agent_cfg.log_level = na.log_level;
+	}
+	for (i = 0; i < sizeof(main_lives) / sizeof(main_lives[0]); i++) {
+		const struct main_live *l = &main_lives[i];
+		unsigned long long ov, nv;
+
+		if (l->wide) {
+			ov = *(uint64_t *)((char *)&agent_cfg + l->off);
+			nv = *(uint64_t *)((char *)&na + l->off);
+		} else {
+			ov = *(unsigned int *)((char *)&agent_cfg + l->off);
+			nv = *(unsigned int *)((char *)&na + l->off);
+		}
+		if (ov == nv || len >= sizeof(changed))
+			continue;
+		len += (size_t)snprintf(changed + len, sizeof(changed) - len,
+					"%s%s %llu -> %llu", len ? ", " : "",
+					l->key, ov, nv);
+		if (l->wide)
+			*(uint64_t *)((char *)&agent_cfg + l->off) = nv;
+		else
+			*(unsigned int *)((char *)&agent_cfg + l->off) =
+				(unsigned int)nv;
+	}
+	if (secret && (secret_len != agent_cfg.secret_len ||
+		       !agent_cfg.secret ||
+		       memcmp(secret, agent_cfg.secret, secret_len))) {
+		if (len < sizeof(changed))
+			len += (size_t)snprintf(changed + len,
+						sizeof(changed) - len,
+						"%sthe secret (%s)",
+						len ? ", " : "",
+						na.secret_file);
+		free(main_secret_old);
+		main_secret_old = agent_cfg.secret;
+		agent_cfg.secret_len = secret_len;
+		agent_cfg.secret = secret;
+		secret = NULL;
+		if (agent_cfg.rdma_listen)
+			agent_warn("SIGHUP: the rdma listener keeps the "
+				   "secret it started with until a restart");
+	} else if (!na.secret_file && agent_cfg.secret_file) {
+		agent_warn("SIGHUP: secret-file is no longer set in %s; "
+			   "keeping the secret until a restart",
+			   main_cfg.config);
+	}
+	agent_info("SIGHUP: reloaded %s: %s", main_cfg.config,
+		   len ? changed : "nothing changed");
+out_free:
+	free(secret);
+	main_cfg_free(&n);
 }
 
 static int main_loop(int sfd)
@@ -1036,8 +1486,10 @@ static int main_loop(int sfd)
 
 				if (read(sfd, &si, sizeof(si)) != sizeof(si))
 					continue;
-				if (si.ssi_signo == SIGHUP)
+				if (si.ssi_signo == SIGHUP) {
+					main_reload();
 					continue;
+				}
 				agent_info("%s: shutting down",
 					   strsignal((int)si.ssi_signo));
 				quit = 1;
@@ -1081,12 +1533,15 @@ int main(int argc, char **argv)
 
 	for (i = 0; i < MAIN_PENDING_MAX; i++)
 		pending[i].fd = -1;
-	if (main_parse(argc, argv) < 0)
+	main_argc = argc;
+	main_argv = argv;
+	main_defaults = agent_cfg;
+	if (main_parse(&main_cfg, argc, argv) < 0)
 		return 2;
 	if (agent_cfg.secret_file &&
 	    bcp_secret_load(agent_cfg.secret_file, &agent_cfg.secret,
 			    &agent_cfg.secret_len, err, sizeof(err)) < 0) {
-		agent_err("secret file %s: %s", agent_cfg.secret_file, err);
+		agent_err("%s", err);
 		return 1;
 	}
 	agent_cfg.root_fd = open(agent_cfg.root, O_PATH | O_DIRECTORY |
@@ -1096,6 +1551,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	ret = main_fds();
+	if (ret < 0)
+		return 1;
+	ret = main_memlock();
 	if (ret < 0)
 		return 1;
 	signal(SIGPIPE, SIG_IGN);
@@ -1108,6 +1566,14 @@ int main(int argc, char **argv)
 	if (sfd < 0) {
 		agent_err("signalfd: %s", strerror(errno));
 		return 1;
+	}
+	if (main_cfg.log_file) {
+		ret = agent_log_file_open(main_cfg.log_file);
+		if (ret < 0) {
+			agent_err("log file %s: %s", main_cfg.log_file,
+				  strerror(-ret));
+			return 1;
+		}
 	}
 	ret = main_listen();
 	if (ret < 0)

@@ -3,13 +3,31 @@
  * stats.c - per-operation counters and latency histograms (log2 buckets of
  * microseconds, fixed size: nothing is allocated while counting), kept per
  * worker and merged for the summary printed at shutdown.
+ *
+ * An answer that only says "no such thing" (a LOOKUP of a name that does
+ * not exist, a GETXATTR of an absent attribute) is how a host probes: it
+ * is counted as a miss, not as a failure, so that "failed" keeps meaning
+ * something went wrong.
  */
 #include "config.h"
 
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "agent.h"
+
+/*
+ * Misses per opcode, agent-wide: the per-worker counters have no field for
+ * them.  Relaxed atomic adds, merged only at shutdown.
+ */
+static atomic_uint_least64_t stats_missed[BCP_OP_MAX];
+
+static int stats_is_miss(uint16_t op, int status)
+{
+	return (op == BCP_OP_LOOKUP && status == -ENOENT) ||
+	       (op == BCP_OP_GETXATTR && status == -ENODATA);
+}
 
 void agent_stats_op(struct agent_stats *st, uint16_t op, int status,
 		    uint64_t start_ns)
@@ -24,7 +42,10 @@ void agent_stats_op(struct agent_stats *st, uint16_t op, int status,
 		b++;
 	}
 	st->op[op].count++;
-	if (status < 0)
+	if (stats_is_miss(op, status))
+		atomic_fetch_add_explicit(&stats_missed[op], 1,
+					  memory_order_relaxed);
+	else if (status < 0)
 		st->op[op].failed++;
 	st->op[op].hist[b]++;
 }
@@ -85,9 +106,12 @@ void agent_stats_print(const struct agent_stats *st)
 		if (!o->count)
 			continue;
 		agent_log(AGENT_LOG_INFO, "summary: %-17s %10" PRIu64
-			  " ops %8" PRIu64 " failed  latency us p50<=%" PRIu64
-			  " p90<=%" PRIu64 " p99<=%" PRIu64 " max<=%" PRIu64,
+			  " ops %8" PRIu64 " failed %8" PRIu64 " missed  "
+			  "latency us p50<=%" PRIu64 " p90<=%" PRIu64
+			  " p99<=%" PRIu64 " max<=%" PRIu64,
 			  bcp_op_name((uint16_t)i), o->count, o->failed,
+			  (uint64_t)atomic_load_explicit(&stats_missed[i],
+						 memory_order_relaxed),
 			  stats_pct(o, 500), stats_pct(o, 900),
 			  stats_pct(o, 990), stats_pct(o, 1000));
 	}

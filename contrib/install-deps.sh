@@ -11,7 +11,7 @@ build="autoconf automake make gcc pkg-config
 	libfuse3-dev fuse3 liburing-dev libssl-dev libinih-dev libattr1-dev
 	libibverbs-dev librdmacm-dev ibverbs-providers"
 tests="clang libclang-rt-14-dev python3 rsync sqlite3 git attr util-linux
-	xz-utils tar procps psmisc
+	xz-utils tar procps psmisc systemd
 	qemu-system-x86 linux-image-amd64 busybox-static cpio kmod iproute2
 	ibverbs-utils rdmacm-utils perftest"
 bench="fio gnuplot-nox sshfs openssh-server openssh-client bindfs

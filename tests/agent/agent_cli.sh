@@ -109,5 +109,73 @@ rc=$?
 [ $rc -eq 0 ] || fail "exit status $rc after SIGTERM"
 grep -q 'summary:' "$tmp/out" || fail "no summary"
 if grep -q error "$tmp/out"; then cat "$tmp/out"; fail "error in log"; fi
+
+# start-up refusals: exactly one line each, saying what is wrong
+exact() {	# exact STATUS LINE ARGS...: the agent prints LINE only
+	st="$1" want="$2"; shift 2
+	"$agent" "$@" > "$tmp/out" 2>&1
+	rc=$?
+	[ $rc -eq "$st" ] || { cat "$tmp/out"; fail "$*: exit $rc, not $st"; }
+	[ "$(cat "$tmp/out")" = "$want" ] ||
+		{ printf 'got:  %s\nwant: %s\n' "$(cat "$tmp/out")" "$want"; fail "$*"; }
+}
+E="bluecache-agent: error:"
+printf 'x\n' > "$tmp/sec"
+chmod 644 "$tmp/sec"
+exact 1 "$E secret file $tmp/sec is readable by group or others (mode 0644): run chmod 600 $tmp/sec" \
+	--root "$tmp/root" --secret-file "$tmp/sec" --foreground
+exact 1 "$E secret file $tmp/nosec: No such file or directory" \
+	--root "$tmp/root" --secret-file "$tmp/nosec" --foreground
+exact 2 "$E configuration file $tmp/nope.conf: No such file or directory" \
+	--root "$tmp/root" --config "$tmp/nope.conf"
+printf '[agent]\nroot = %s\nlisen = unix:x\n' "$tmp/root" > "$tmp/typo.conf"
+exact 2 "$E configuration file $tmp/typo.conf, line 3: unknown configuration key 'lisen'" \
+	--config "$tmp/typo.conf"
+printf '[agnt]\nroot = %s\n' "$tmp/root" > "$tmp/sect.conf"
+exact 2 "$E configuration file $tmp/sect.conf, line 2: unknown section [agnt] (the keys belong in [agent])" \
+	--config "$tmp/sect.conf"
+exact 2 "$E invalid value '1000' for slot-size: expected a multiple of 4K (4096 bytes) from 4K to 8M" \
+	--root "$tmp/root" -S 1000
+: > "$tmp/regular"
+exact 1 "$E cannot listen on unix:$tmp/regular: $tmp/regular exists and is not a socket; it will not be replaced" \
+	--root "$tmp/root" --listen "unix:$tmp/regular" --foreground
+[ -f "$tmp/regular" ] || fail "a regular file at the socket path was removed"
+exact 2 "$E invalid value '0999' for socket-mode: expected an octal mode from 0 to 0777" \
+	--root "$tmp/root" --socket-mode 0999
+
+# too little locked memory for the staging slots: one line naming
+# RLIMIT_MEMLOCK (CAP_IPC_LOCK would lift the limit: drop it)
+drop=
+if [ "$(id -u)" -eq 0 ]; then
+	command -v setpriv > /dev/null &&
+		drop="setpriv --inh-caps=-all --bounding-set=-ipc_lock --"
+fi
+if [ "$(id -u)" -ne 0 ] || [ -n "$drop" ]; then
+	(ulimit -l 1024 && exec $drop "$agent" --root "$tmp/root" \
+		--listen "unix:$tmp/m" --workers 2 --queue-depth 16 \
+		--slot-size 64K --foreground) > "$tmp/out" 2>&1
+	rc=$?
+	[ $rc -eq 1 ] || { cat "$tmp/out"; fail "small memlock limit: exit $rc"; }
+	[ "$(cat "$tmp/out")" = "$E RLIMIT_MEMLOCK is 1024 KiB but the staging slots need 2048 KiB (2 worker(s) x queue-depth 16 x slot-size 65536); raise it (ulimit -l, LimitMEMLOCK=), grant CAP_IPC_LOCK, or lower --queue-depth, --slot-size or --workers" ] ||
+		{ cat "$tmp/out"; fail "small memlock limit not explained in one line"; }
+else
+	echo "no setpriv: not checking the memlock message"
+fi
+
+# --socket-mode and --socket-group are applied to the bound socket
+grp=$(id -gn)
+exec 3> "$tmp/ready2"
+"$agent" --root "$tmp/root" --listen "unix:$tmp/perm.sock" --foreground \
+	--socket-mode 0660 --socket-group "$grp" --ready-fd 3 \
+	--workers 1 --queue-depth 4 > "$tmp/out" 2>&1 &
+pid=$!
+exec 3>&-
+i=0
+while [ $i -lt 100 ] && ! grep -q ready "$tmp/ready2"; do sleep 0.1; i=$((i+1)); done
+grep -q ready "$tmp/ready2" || { kill $pid; cat "$tmp/out"; fail "not ready with --socket-mode"; }
+[ "$(stat -c '%a %G' "$tmp/perm.sock")" = "660 $grp" ] ||
+	{ kill $pid; fail "socket is $(stat -c '%a %G' "$tmp/perm.sock")"; }
+kill -TERM $pid
+wait $pid
 echo "PASS"
 exit 0
