@@ -14,6 +14,7 @@
 #define AGENT_H
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -83,6 +84,8 @@ struct agent_config {
 };
 
 extern struct agent_config agent_cfg;
+/* Guards agent_cfg.secret and secret_len, which SIGHUP may replace. */
+extern pthread_mutex_t agent_secret_lock;
 
 /*
  * Identity policy, like NFS exports: what a session may make the agent

@@ -104,8 +104,14 @@ int agent_batch_slots_init(struct agent_worker *w)
 	free(iov);
 	iov = NULL;
 	if (ret < 0) {
-		agent_err("cannot register %u staging slots with io_uring: %s",
-			  n, strerror(-ret));
+		if (ret == -ENOMEM)
+			agent_err("cannot register %u staging slots with "
+				  "io_uring: RLIMIT_MEMLOCK too small (each "
+				  "worker locks %u x %u bytes)", n, n,
+				  agent_cfg.slot_size);
+		else
+			agent_err("cannot register %u staging slots with "
+				  "io_uring: %s", n, strerror(-ret));
 		goto out_free;
 	}
 	/* the rdma transport registers it with each device, once */

@@ -1314,14 +1314,6 @@ static const struct main_live main_lives[] = {
 	{ "xfer-timeout", MAIN_OFF(xfer_timeout_ms), 0 },
 };
 
-/*
- * A secret replaced by SIGHUP is kept until the next reload: a worker may
- * be computing a MAC with it right now (it reads agent_cfg.secret without
- * a lock), and a handshake takes microseconds, a reload seconds.  Every
- * secret buffer holds BCP_SECRET_MAX + 1 bytes, so a length read with the
- * other pointer never reads past a buffer.
- */
-static uint8_t *main_secret_old;
 
 /*
  * SIGHUP: read the configuration file and the command line again (the
@@ -1333,7 +1325,7 @@ static void main_reload(void)
 {
 	struct agent_config na = main_defaults;	/* as at start-up */
 	struct main_cfg n = { .a = &na, .sock_mode = -1 };
-	uint8_t *secret = NULL;
+	uint8_t *secret = NULL, *old;
 	size_t secret_len = 0, len = 0;
 	char changed[1024], fixed[512], err[256];
 	unsigned int i;
@@ -1420,11 +1412,13 @@ static void main_reload(void)
 						"%sthe secret (%s)",
 						len ? ", " : "",
 						na.secret_file);
-		free(main_secret_old);
-		main_secret_old = agent_cfg.secret;
+		/* workers copy it under the lock (session.c) */
+		pthread_mutex_lock(&agent_secret_lock);
+		old = agent_cfg.secret;
 		agent_cfg.secret_len = secret_len;
 		agent_cfg.secret = secret;
-		secret = NULL;
+		pthread_mutex_unlock(&agent_secret_lock);
+		secret = old;	/* freed below */
 		if (agent_cfg.rdma_listen)
 			agent_warn("SIGHUP: the rdma listener keeps the "
 				   "secret it started with until a restart");

@@ -455,22 +455,29 @@ void agent_session_hello(struct agent_session *s, const struct bcp_msg *m)
 	agent_session_flush(s);
 }
 
-static const uint8_t *session_secret(size_t *len)
-{
-	static const uint8_t empty[1];
+pthread_mutex_t agent_secret_lock = PTHREAD_MUTEX_INITIALIZER;
 
-	*len = agent_cfg.secret_len;
-	return agent_cfg.secret ? agent_cfg.secret : empty;
+/* A copy of the secret in key[]: SIGHUP may replace it at any moment. */
+static size_t session_secret(uint8_t key[BCP_SECRET_MAX])
+{
+	size_t len = 0;
+
+	pthread_mutex_lock(&agent_secret_lock);
+	if (agent_cfg.secret && agent_cfg.secret_len <= BCP_SECRET_MAX) {
+		len = agent_cfg.secret_len;
+		memcpy(key, agent_cfg.secret, len);
+	}
+	pthread_mutex_unlock(&agent_secret_lock);
+	return len;
 }
 
 static void session_auth(struct agent_session *s, const struct bcp_msg *m)
 {
-	uint8_t mac[BCP_MAC_LEN];
+	uint8_t mac[BCP_MAC_LEN], key[BCP_SECRET_MAX];
 	struct bcp_msg rep;
-	const uint8_t *key;
 	size_t klen;
 
-	key = session_secret(&klen);
+	klen = session_secret(key);
 	if (bcp_auth_mac(key, klen, BCP_AUTH_LABEL_CLIENT, s->nonce_s,
 			 BCP_NONCE_LEN, s->nonce_c, BCP_NONCE_LEN, mac) < 0) {
 		agent_err("session %s: cannot compute a MAC", s->peer);
@@ -506,10 +513,9 @@ void agent_session_attach(struct agent_worker *w, int fd, const char *peer,
 {
 	const struct bcp_attach_req *a = &m->u.attach_req;
 	struct agent_session *s;
-	uint8_t mac[BCP_MAC_LEN], le[8];
+	uint8_t mac[BCP_MAC_LEN], le[8], key[BCP_SECRET_MAX];
 	struct bcp_msg rep;
 	uint8_t buf[64];
-	const uint8_t *key;
 	size_t klen;
 	int ret = -EACCES, n, i;
 
@@ -523,7 +529,7 @@ void agent_session_attach(struct agent_worker *w, int fd, const char *peer,
 	}
 	for (i = 0; i < 8; i++)
 		le[i] = (uint8_t)(a->session >> (8 * i));
-	key = session_secret(&klen);
+	klen = session_secret(key);
 	if (bcp_auth_mac(key, klen, BCP_AUTH_LABEL_DATA, s->nonce_s,
 			 BCP_NONCE_LEN, le, 8, mac) < 0 ||
 	    !bcp_auth_mac_equal(mac, a->mac)) {
