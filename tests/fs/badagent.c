@@ -22,7 +22,7 @@
  *                   bytes; one with size 0 is told 16
  *   garbage         the reply to the LOOKUP of "bad" is 64 bytes of junk
  *   unknown-id      the reply to the LOOKUP of "bad" carries a request id
- *                   the daemon never used (the slot's other generation)
+ *                   the daemon never used (its slot, a generation to come)
  *
  * It prints "ready" on stdout once it listens, logs each request on
  * stderr, and exits 0 when the daemon closes the session, 1 on a failure
@@ -51,6 +51,7 @@
 #define BA_XATTR	"user.x"
 #define BA_XATTR_LEN	16	/* the value's true length */
 #define BA_OVERSIZE	64	/* what xattr-oversize answers */
+#define BA_GEN_UNUSED	0x7fffffffull	/* a request id generation */
 
 enum ba_mode {
 	BA_NONE,
@@ -221,11 +222,17 @@ static int ba_lookup(struct ba *b, const struct bcp_msg *m)
 			ba_log("LOOKUP bad: answering garbage");
 			return bcp_frame_send(b->sock, junk, sizeof(junk), -1);
 		case BA_UNKNOWN_ID:
-			ba_log("LOOKUP bad: answering request %llu instead",
-			       (unsigned long long)(m->hdr.req_id ^
-						    (1ull << 32)));
+			/*
+			 * The daemon's ids are a generation that grows with
+			 * every request over a slot index: keep the slot, take
+			 * the last generation, which a short session never
+			 * reaches.
+			 */
 			bcp_msg_init_reply(&r, m, 0);
-			r.hdr.req_id ^= 1ull << 32;
+			r.hdr.req_id = BA_GEN_UNUSED << 32 |
+				       (m->hdr.req_id & 0xffffffffu);
+			ba_log("LOOKUP bad: answering request %llu instead",
+			       (unsigned long long)r.hdr.req_id);
 			ba_entry(BA_FILE0, &r.u.entry_rep.entry);
 			return ba_send(b, &r);
 		default:
