@@ -33,7 +33,7 @@ bcf_secret "$BCF_TMP/secret"
 ba_try()
 {
 	timeout 20 python3 - "$@" <<'PY' || echo "python3 failed or hung: $?"
-import ctypes, errno, os, sys
+import errno, os, sys
 op, path = sys.argv[1], sys.argv[2]
 try:
     if op == "stat":
@@ -41,6 +41,7 @@ try:
     elif op == "listdir":
         os.listdir(path)
     elif op == "getxattr16":
+        import ctypes
         libc = ctypes.CDLL(None, use_errno=True)
         libc.getxattr.restype = ctypes.c_ssize_t
         buf = ctypes.create_string_buffer(16)
