@@ -565,7 +565,8 @@ static int recv_batch(struct bcp_client *c, const struct bcp_hdr *h,
 		      struct bcp_io *head,
 		      uint32_t count, char *msg, size_t msglen)
 {
-	uint64_t bytes = 0;
+	uint64_t *ctr = op == BCP_OP_BATCH_PULL ? &c->stats.bytes_pulled :
+						  &c->stats.bytes_pushed;
 	struct bcp_io *io, *next;
 	struct bcp_msg m;
 	enum bcp_err why;
@@ -604,12 +605,12 @@ static int recv_batch(struct bcp_client *c, const struct bcp_hdr *h,
 			st = -EIO;
 			ret = -EPROTO;
 		}
+		/* counted before done(): its caller may read the stats */
 		if (st > 0)
-			bytes += (uint64_t)st;
+			__atomic_fetch_add(ctr, (uint64_t)st,
+					   __ATOMIC_RELAXED);
 		io->done(io, st);
 	}
-	__atomic_fetch_add(op == BCP_OP_BATCH_PULL ? &c->stats.bytes_pulled :
-			   &c->stats.bytes_pushed, bytes, __ATOMIC_RELAXED);
 	return ret;
 }
 
