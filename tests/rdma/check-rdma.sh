@@ -11,7 +11,7 @@
 # with the reason when BCF_RDMA_VM=0, when not root, when the build has no
 # rdma transport, or when qemu, the kernel package, busybox-static, cpio or
 # the verbs provider are missing.  Bounded: BCF_RDMA_TIMEOUT seconds
-# (default 840) for the whole VM.
+# (default 1200) for the whole VM.
 set -u
 
 skip()
@@ -48,7 +48,7 @@ ls /usr/lib/*/libibverbs/librxe-rdmav*.so >/dev/null 2>&1 ||
 	skip "the rxe verbs provider is missing (apt-get install ibverbs-providers)"
 
 here=$(cd "$(dirname "$0")" && pwd)
-tmo=${BCF_RDMA_TIMEOUT:-840}
+tmo=${BCF_RDMA_TIMEOUT:-1200}
 echo "check-rdma: booting kernel $K under qemu (TCG), up to $tmo s"
 cd "$top_builddir" || exit 99
 sh "$here/rxe-vm.sh" "$here/in-vm.sh" "$tmo"
