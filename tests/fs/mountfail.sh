@@ -153,14 +153,23 @@ bcf_is_mounted "$BCF_TMP/good" || bcf_fail "bluecachefs returned unmounted"
 # a second mount on it is refused before anything starts: no stacking
 expect_line twice "bluecachefs: error: $BCF_TMP/good: $listen already mounted" \
 	- "$listen" "$BCF_TMP/good" -o "$topt,secret_file=$BCF_TMP/right"
-bcf_eq "mounts on $BCF_TMP/good" 1 \
-	"$(awk -v m="$BCF_TMP/good" '$5 == m' /proc/self/mountinfo | wc -l)"
-bcf_eq "daemons of $BCF_TMP/good" 1 \
-	"$(procs_of "$BCF_TMP/good" | wc -l)"
+# counted, not fatal: the unmounts below must still run
+n=$(awk -v m="$BCF_TMP/good" '$5 == m' /proc/self/mountinfo | wc -l)
+[ "$n" -eq 1 ] ||
+	{ echo "FAIL twice: $n mounts on $BCF_TMP/good" >&2
+	  nfail=$((nfail + 1)); }
+n=$(procs_of "$BCF_TMP/good" | wc -l)
+[ "$n" -eq 1 ] ||
+	{ echo "FAIL twice: $n daemons of $BCF_TMP/good" >&2
+	  nfail=$((nfail + 1)); }
 echo hello > "$BCF_TMP/good/hello" || bcf_fail "write to a fresh mount"
 bcf_eq "read from a fresh mount" hello "$(cat "$BCF_TMP/good/hello")"
 bcf_eq "file in the agent's directory" hello "$(cat "$BCF_BACK/hello")"
 fusermount3 -u "$BCF_TMP/good" || bcf_fail "fusermount3 -u"
+# a stacked mount (counted above) goes too
+for i in 1 2 3; do
+	bcf_is_mounted "$BCF_TMP/good" && fusermount3 -u "$BCF_TMP/good"
+done
 bcf_wait_for 10 none_of "$BCF_TMP/good" || {
 	bcf_dump_procs $(procs_of "$BCF_TMP/good")
 	bcf_fail "bluecachefs still runs after unmount: $(procs_of "$BCF_TMP/good")"
@@ -236,10 +245,16 @@ expect_line twice-local \
 	"bluecachefs: error: $BCF_TMP/good-local: local:$BCF_BACK already mounted" \
 	- \
 	"local:$BCF_BACK" "$BCF_TMP/good-local"
-bcf_eq "daemons of $BCF_TMP/good-local" 1 \
-	"$(procs_of "$BCF_TMP/good-local" | grep -c .)"
+n=$(procs_of "$BCF_TMP/good-local" | wc -l)
+[ "$n" -eq 1 ] ||
+	{ echo "FAIL twice-local: $n daemons of $BCF_TMP/good-local" >&2
+	  nfail=$((nfail + 1)); }
 bcf_eq "read through local:" hello "$(cat "$BCF_TMP/good-local/hello")"
 fusermount3 -u "$BCF_TMP/good-local" || bcf_fail "fusermount3 -u"
+for i in 1 2 3; do
+	bcf_is_mounted "$BCF_TMP/good-local" &&
+		fusermount3 -u "$BCF_TMP/good-local"
+done
 bcf_wait_for 10 none_of "$BCF_TMP/good-local" || {
 	bcf_dump_procs $(procs_of "$BCF_TMP/good-local")
 	bcf_fail "processes left after unmount of local:"
