@@ -47,6 +47,9 @@ struct bcfs_opts {
 	double entry_timeout;
 	double timeout;		/* seconds for an answer or a transfer */
 	unsigned int max_batch;
+	/* local: the private agent's staging; 0 = sized to RLIMIT_MEMLOCK */
+	unsigned int queue_depth;
+	unsigned int slot_size;
 	int writeback;
 	int private_mount;	/* root: do not serve other users */
 	int foreground;
@@ -97,11 +100,27 @@ struct bcfs_rw {
 };
 
 /* The embedded agent of local:DIR. */
+#define BCFS_EMBED_BACKLOG	2048
+
 struct bcfs_embed {
 	pid_t pid;
 	int log_fd;		/* read end of the agent's stderr, or -1 */
 	pthread_t log_thread;
 	int log_started;
+	/*
+	 * Until the agent is ready its lines are held back: a start that
+	 * fails is told in one line built from them, one that succeeds
+	 * passes them on.
+	 */
+	pthread_mutex_t log_lock;
+	/* protected by log_lock */
+	int log_live;
+	size_t backlog_len;
+	char backlog[BCFS_EMBED_BACKLOG];
+	/* the staging asked for, and RLIMIT_MEMLOCK (0: none applies) */
+	unsigned int queue_depth;
+	unsigned int slot_size;
+	unsigned long long memlock;
 	char dir[256];		/* private directory holding the socket */
 	char addr[300];		/* "unix:DIR/agent.sock" */
 };
@@ -364,8 +383,15 @@ void bcfs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 void bcfs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 
 /* embed.c: local:DIR */
-/* Start the agent on dir; fills e, including the address to connect to. */
-int bcfs_embed_start(const char *dir, struct bcfs_embed *e);
+/*
+ * Start the agent on dir; fills e, including the address to connect to.
+ * queue_depth and slot_size are the agent's staging (0: let the daemon
+ * choose).  Unless the process may lock any amount of memory, the staging
+ * is sized to fit RLIMIT_MEMLOCK (io_uring pins it), and a staging that
+ * cannot fit fails with -ENOMEM and one line naming the limit.
+ */
+int bcfs_embed_start(const char *dir, unsigned int queue_depth,
+		     unsigned int slot_size, struct bcfs_embed *e);
 /*
  * Remove the socket and the private directory: once connected nothing
  * needs them, and nothing is left behind even if the daemon is killed.

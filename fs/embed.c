@@ -14,6 +14,17 @@
  *
  * The agent binary is $BLUECACHE_AGENT; else, for a daemon run from its
  * build tree, the agent built beside it; else SBINDIR/bluecache-agent.
+ *
+ * The agent pins its staging slots with io_uring, which counts them
+ * against RLIMIT_MEMLOCK unless the process holds CAP_IPC_LOCK; a login's
+ * limit (8 MiB on Debian) is far below the agent's default staging (64
+ * slots of 1 MiB per worker).  So unless the agent may lock any amount,
+ * the daemon asks for one worker and a staging that takes at most a
+ * quarter of the limit: the count is per user (a second mount of the same
+ * user, and anything else it locks, share it), and pinning a transparent
+ * huge page counts all of it, so staging that straddles one counts up to
+ * 2 MiB more than its size.  Until the agent is ready its lines
+ * are held back, so that a failed start is told in one line.
  */
 #include "config.h"
 
@@ -26,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -40,6 +52,13 @@
 #define BCFS_EMBED_READY_MS	15000
 #define BCFS_EMBED_STOP_MS	3000
 #define BCFS_EMBED_KILL_MS	1000
+
+#define BCFS_EMBED_QD_MAX	64		/* the agent's default */
+#define BCFS_EMBED_SLOT		(1u << 20)	/* the agent's default */
+#define BCFS_EMBED_SLOT_MIN	(64u << 10)	/* smallest chosen slot */
+#define BCFS_EMBED_QD_MIN	2		/* one to fill, one to drain */
+#define BCFS_EMBED_QD_WANT	4		/* before slots shrink */
+#define CAP_IPC_LOCK_BIT	14
 
 /*
  * Run from a build tree (fs/bluecachefs), the agent built beside it is the
@@ -65,6 +84,107 @@ static const char *bcfs_embed_binary(void)
 		}
 	}
 	return SBINDIR "/bluecache-agent";
+}
+
+/* 1 when the capability set named (CapEff, CapAmb) holds CAP_IPC_LOCK. */
+static int bcfs_embed_cap(const char *set)
+{
+	unsigned long long caps = 0;
+	size_t len = strlen(set);
+	char line[256];
+	int found = 0;
+	FILE *f;
+
+	f = fopen("/proc/self/status", "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, set, len) && line[len] == ':' &&
+		    sscanf(line + len + 1, "%llx", &caps) == 1) {
+			found = 1;
+			break;
+		}
+	}
+	fclose(f);
+	return found && (caps >> CAP_IPC_LOCK_BIT) & 1;
+}
+
+/*
+ * RLIMIT_MEMLOCK as it applies to the agent about to be started, in
+ * bytes; 0 when none applies: no limit, or CAP_IPC_LOCK, which root keeps
+ * across exec and anyone else only as an ambient capability.
+ */
+static unsigned long long bcfs_embed_memlock(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY)
+		return 0;
+	if ((geteuid() == 0 && bcfs_embed_cap("CapEff")) ||
+	    bcfs_embed_cap("CapAmb"))
+		return 0;
+	return rl.rlim_cur;
+}
+
+/*
+ * Choose the staging of e (queue_depth and slot_size given or 0) for the
+ * limit e->memlock: a quarter of it at most, the larger slots first, as
+ * the daemon moves up to 1 MiB in one piece.  0 or -ENOMEM (said).
+ */
+static int bcfs_embed_size(struct bcfs_embed *e)
+{
+	unsigned long long budget = e->memlock / 4, need;
+	unsigned int qd = e->queue_depth, slot = e->slot_size;
+
+	if (!e->memlock)
+		return 0;
+	if (qd && slot) {
+		/* asked for: only what cannot fit at all is refused here */
+		if ((unsigned long long)qd * slot <= e->memlock)
+			return 0;
+		goto out_nomem;
+	}
+	if (slot) {
+		qd = budget / slot;
+		if (qd > BCFS_EMBED_QD_MAX)
+			qd = BCFS_EMBED_QD_MAX;
+		if (qd < 1)
+			goto out_nomem;
+	} else if (qd) {
+		slot = budget / qd > BCFS_EMBED_SLOT ? BCFS_EMBED_SLOT :
+			(unsigned int)(budget / qd) & ~4095u;
+		if (slot < 4096)
+			goto out_nomem;
+	} else {
+		for (slot = BCFS_EMBED_SLOT;; slot /= 2) {
+			qd = budget / slot > BCFS_EMBED_QD_MAX ?
+			     BCFS_EMBED_QD_MAX : (unsigned int)(budget / slot);
+			if (qd >= BCFS_EMBED_QD_WANT ||
+			    slot <= BCFS_EMBED_SLOT_MIN)
+				break;
+		}
+		if (qd < BCFS_EMBED_QD_MIN)
+			goto out_nomem;
+	}
+	e->queue_depth = qd;
+	e->slot_size = slot;
+	return 0;
+
+out_nomem:
+	/* the limit that staging needs: all of it when asked for whole */
+	if (e->queue_depth && e->slot_size)
+		need = (unsigned long long)e->queue_depth * e->slot_size;
+	else if (e->queue_depth || e->slot_size)
+		need = 4ull * (e->queue_depth ? e->queue_depth : 1) *
+		       (e->slot_size ? e->slot_size : 4096);
+	else
+		need = 4ull * BCFS_EMBED_QD_MIN * BCFS_EMBED_SLOT_MIN;
+	bcfs_err("RLIMIT_MEMLOCK is %llu KiB: the private agent needs %llu "
+		 "KiB or more for its staging; raise it (ulimit -l)%s",
+		 e->memlock >> 10, need >> 10,
+		 e->queue_depth || e->slot_size ?
+		 " or ask for less with -o queue_depth=,slot_size=" : "");
+	return -ENOMEM;
 }
 
 static int bcfs_embed_mkdir(struct bcfs_embed *e)
@@ -106,6 +226,71 @@ void bcfs_embed_dir_remove(struct bcfs_embed *e)
 	e->dir[0] = '\0';
 }
 
+/*
+ * One line of the agent's: held back until the agent is ready (what does
+ * not fit is dropped), passed on after.
+ */
+static void bcfs_embed_line(struct bcfs_embed *e, const char *line,
+			    size_t len)
+{
+	pthread_mutex_lock(&e->log_lock);
+	if (e->log_live) {
+		bcfs_log_line(line, len);
+	} else if (e->backlog_len + len + 1 <= sizeof(e->backlog)) {
+		memcpy(e->backlog + e->backlog_len, line, len);
+		e->backlog_len += len;
+		e->backlog[e->backlog_len++] = '\n';
+	}
+	pthread_mutex_unlock(&e->log_lock);
+}
+
+/* Pass on the lines held back (under log_lock). */
+static void bcfs_embed_backlog_flush(struct bcfs_embed *e)
+{
+	const char *p = e->backlog, *end = e->backlog + e->backlog_len, *nl;
+
+	while (p < end && (nl = memchr(p, '\n', end - p))) {
+		bcfs_log_line(p, nl - p);
+		p = nl + 1;
+	}
+	e->backlog_len = 0;
+}
+
+/* The agent is ready: its lines go to the daemon's log from now on. */
+static void bcfs_embed_log_live(struct bcfs_embed *e)
+{
+	pthread_mutex_lock(&e->log_lock);
+	bcfs_embed_backlog_flush(e);
+	e->log_live = 1;
+	pthread_mutex_unlock(&e->log_lock);
+}
+
+/*
+ * The message of the first error line the agent wrote, without its
+ * "bluecache-agent: error: " prefix, into buf; 0 when there was none.
+ * The log thread has ended.
+ */
+static int bcfs_embed_first_error(struct bcfs_embed *e, char *buf,
+				  size_t size)
+{
+	const char *p = e->backlog, *end = e->backlog + e->backlog_len;
+	const char *nl, *m;
+	static const char tag[] = "error: ";
+
+	for (; p < end; p = nl + 1) {
+		nl = memchr(p, '\n', end - p);
+		if (!nl)
+			nl = end;
+		m = memmem(p, nl - p, tag, sizeof(tag) - 1);
+		if (!m)
+			continue;
+		m += sizeof(tag) - 1;
+		snprintf(buf, size, "%.*s", (int)(nl - m), m);
+		return 1;
+	}
+	return 0;
+}
+
 /* Forward the agent's stderr lines to the daemon's log until EOF. */
 static void *bcfs_embed_log_thread(void *arg)
 {
@@ -124,18 +309,18 @@ static void *bcfs_embed_log_thread(void *arg)
 		have += n;
 		start = 0;
 		while ((nl = memchr(buf + start, '\n', have - start))) {
-			bcfs_log_line(buf + start, nl - (buf + start));
+			bcfs_embed_line(e, buf + start, nl - (buf + start));
 			start = nl - buf + 1;
 		}
 		if (start == 0 && have == sizeof(buf)) {
-			bcfs_log_line(buf, have);	/* an overlong line */
+			bcfs_embed_line(e, buf, have);	/* an overlong line */
 			start = have;
 		}
 		memmove(buf, buf + start, have - start);
 		have -= start;
 	}
 	if (have)
-		bcfs_log_line(buf, have);
+		bcfs_embed_line(e, buf, have);
 	return NULL;
 }
 
@@ -152,43 +337,94 @@ static void bcfs_embed_log_stop(struct bcfs_embed *e)
 	}
 }
 
-/* In the child, between fork and exec: only async-signal-safe calls. */
-static void bcfs_embed_exec(const char *bin, const char *root,
-			    const char *listen, int ready_fd, pid_t parent,
-			    const char *level)
-{
-	char fdstr[16];
-	char *argv[] = {
-		(char *)bin, "--root", (char *)root, "--listen", (char *)listen,
-		"--foreground", "--ready-fd", fdstr, "--log-level",
-		(char *)level, NULL
-	};
-	int i = 0, n = ready_fd;
-	char tmp[16];
+/*
+ * The agent's command line, made before fork (the child may not allocate):
+ * the staging options only when the daemon sized it or was asked to.
+ */
+struct bcfs_embed_argv {
+	char fd[16];
+	char qd[16];
+	char slot[16];
+	char *argv[20];
+};
 
+static void bcfs_embed_argv_make(struct bcfs_embed_argv *a,
+				 const struct bcfs_embed *e, const char *bin,
+				 const char *root, int ready_fd)
+{
+	int n = 0;
+
+	snprintf(a->fd, sizeof(a->fd), "%d", ready_fd);
+	a->argv[n++] = (char *)bin;
+	a->argv[n++] = "--root";
+	a->argv[n++] = (char *)root;
+	a->argv[n++] = "--listen";
+	a->argv[n++] = (char *)e->addr;
+	a->argv[n++] = "--foreground";
+	a->argv[n++] = "--ready-fd";
+	a->argv[n++] = a->fd;
+	a->argv[n++] = "--log-level";
+	a->argv[n++] = bcfs_log_level >= BCFS_DEBUG ? "debug" : "warning";
+	if (e->queue_depth) {
+		snprintf(a->qd, sizeof(a->qd), "%u", e->queue_depth);
+		a->argv[n++] = "--queue-depth";
+		a->argv[n++] = a->qd;
+		/* one session, the daemon's: let it use every slot */
+		a->argv[n++] = "--max-slots";
+		a->argv[n++] = a->qd;
+	}
+	if (e->slot_size) {
+		snprintf(a->slot, sizeof(a->slot), "%u", e->slot_size);
+		a->argv[n++] = "--slot-size";
+		a->argv[n++] = a->slot;
+	}
+	if (e->memlock) {
+		/* a session stays on one worker: more only lock more */
+		a->argv[n++] = "--workers";
+		a->argv[n++] = "1";
+	}
+	a->argv[n] = NULL;
+}
+
+/* In the child, between fork and exec: only async-signal-safe calls. */
+static void bcfs_embed_exec(struct bcfs_embed_argv *a, pid_t parent)
+{
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
 	if (getppid() != parent)
 		_exit(127);
-	/* no snprintf here: format the fd by hand */
-	do {
-		tmp[i++] = '0' + n % 10;
-		n /= 10;
-	} while (n && i < (int)sizeof(tmp));
-	for (n = 0; n < i; n++)
-		fdstr[n] = tmp[i - 1 - n];
-	fdstr[i] = '\0';
-	execv(bin, argv);
+	execv(a->argv[0], a->argv);
 	_exit(127);
 }
 
-static void bcfs_embed_explain(pid_t pid, const char *bin)
+/*
+ * One line for an agent that ended before it was ready: its own error
+ * when it gave one, and what RLIMIT_MEMLOCK has to do with it.
+ */
+static void bcfs_embed_explain(struct bcfs_embed *e, pid_t pid,
+			       const char *bin)
 {
-	int status;
+	char why[512];
+	int status, said;
 
+	said = bcfs_embed_first_error(e, why, sizeof(why));
+	if (bcfs_log_level >= BCFS_DEBUG) {
+		pthread_mutex_lock(&e->log_lock);
+		bcfs_embed_backlog_flush(e);
+		pthread_mutex_unlock(&e->log_lock);
+	}
 	if (waitpid(pid, &status, 0) < 0) {
 		bcfs_err("the agent %s did not start", bin);
 	} else if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
 		bcfs_err("cannot run the agent %s (set BLUECACHE_AGENT)", bin);
+	} else if (said && e->memlock && strstr(why, strerror(ENOMEM))) {
+		bcfs_err("the private agent cannot lock its staging of %llu "
+			 "KiB: RLIMIT_MEMLOCK is %llu KiB and counts all "
+			 "this user's locked memory; raise it (ulimit -l) or "
+			 "ask for less with -o queue_depth=,slot_size=",
+			 (unsigned long long)e->queue_depth * e->slot_size
+				 >> 10, e->memlock >> 10);
+	} else if (said) {
+		bcfs_err("the agent %s did not start: %s", bin, why);
 	} else if (WIFEXITED(status)) {
 		bcfs_err("the agent %s exited with status %d before it was "
 			 "ready", bin, WEXITSTATUS(status));
@@ -198,9 +434,11 @@ static void bcfs_embed_explain(pid_t pid, const char *bin)
 	}
 }
 
-int bcfs_embed_start(const char *dir, struct bcfs_embed *e)
+int bcfs_embed_start(const char *dir, unsigned int queue_depth,
+		     unsigned int slot_size, struct bcfs_embed *e)
 {
 	const char *bin = bcfs_embed_binary();
+	struct bcfs_embed_argv args;
 	struct pollfd pfd;
 	char buf[16];
 	struct stat st;
@@ -210,6 +448,10 @@ int bcfs_embed_start(const char *dir, struct bcfs_embed *e)
 
 	memset(e, 0, sizeof(*e));
 	e->log_fd = -1;
+	pthread_mutex_init(&e->log_lock, NULL);
+	e->queue_depth = queue_depth;
+	e->slot_size = slot_size;
+	e->memlock = bcfs_embed_memlock();
 	if (stat(dir, &st)) {
 		ret = -errno;
 		bcfs_err("local:%s: %s", dir, strerror(-ret));
@@ -225,6 +467,9 @@ int bcfs_embed_start(const char *dir, struct bcfs_embed *e)
 			 bin, strerror(-ret));
 		return ret;
 	}
+	ret = bcfs_embed_size(e);
+	if (ret)
+		return ret;
 	ret = bcfs_embed_mkdir(e);
 	if (ret)
 		return ret;
@@ -238,6 +483,7 @@ int bcfs_embed_start(const char *dir, struct bcfs_embed *e)
 		bcfs_err("pipe: %s", strerror(-ret));
 		goto out_close_pipe;
 	}
+	bcfs_embed_argv_make(&args, e, bin, dir, pfds[1]);
 	pid = fork();
 	if (pid < 0) {
 		ret = -errno;
@@ -256,9 +502,7 @@ int bcfs_embed_start(const char *dir, struct bcfs_embed *e)
 		    dup2(errp[1], STDOUT_FILENO) < 0 ||
 		    dup2(errp[1], STDERR_FILENO) < 0)
 			_exit(127);
-		bcfs_embed_exec(bin, dir, e->addr, pfds[1], self,
-				bcfs_log_level >= BCFS_DEBUG ? "debug" :
-				"warning");
+		bcfs_embed_exec(&args, self);
 	}
 	e->pid = pid;
 	close(pfds[1]);
@@ -285,7 +529,7 @@ int bcfs_embed_start(const char *dir, struct bcfs_embed *e)
 	if (n <= 0) {
 		e->pid = 0;
 		bcfs_embed_log_stop(e);	/* its last words first */
-		bcfs_embed_explain(pid, bin);
+		bcfs_embed_explain(e, pid, bin);
 		ret = -ECHILD;
 		goto out_close_read;
 	}
@@ -296,10 +540,17 @@ int bcfs_embed_start(const char *dir, struct bcfs_embed *e)
 		goto out_stop;
 	}
 	close(pfds[0]);
+	bcfs_embed_log_live(e);
 	bcfs_dbg("agent %d serves %s on %s", (int)pid, dir, e->addr);
+	if (e->memlock)
+		bcfs_dbg("RLIMIT_MEMLOCK %llu KiB: agent staging %u slots of "
+			 "%u KiB", e->memlock >> 10, e->queue_depth,
+			 e->slot_size >> 10);
 	return 0;
 
 out_stop:
+	if (bcfs_log_level >= BCFS_DEBUG)
+		bcfs_embed_log_live(e);
 	bcfs_embed_stop(e);
 	close(pfds[0]);
 	return ret;

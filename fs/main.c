@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netdb.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -34,6 +35,7 @@
 #include <unistd.h>
 
 #include "bcp_auth.h"
+#include "bcp_frame.h"
 #include "bcfs_i.h"
 
 struct bcfs bcfs_g;
@@ -46,6 +48,12 @@ enum {
 	BCFS_KEY_SINGLE,
 	BCFS_KEY_RO,
 	BCFS_KEY_DISCARD,
+	BCFS_KEY_ATTR_TIMEOUT,
+	BCFS_KEY_ENTRY_TIMEOUT,
+	BCFS_KEY_TIMEOUT,
+	BCFS_KEY_MAX_BATCH,
+	BCFS_KEY_QUEUE_DEPTH,
+	BCFS_KEY_SLOT_SIZE,
 };
 
 #define BCFS_OPT(t, p, v) { t, offsetof(struct bcfs_opts, p), v }
@@ -53,11 +61,14 @@ enum {
 static const struct fuse_opt bcfs_opt_spec[] = {
 	BCFS_OPT("transport=%s", transport, 0),
 	BCFS_OPT("secret_file=%s", secret_file, 0),
-	BCFS_OPT("attr_timeout=%lf", attr_timeout, 0),
-	BCFS_OPT("entry_timeout=%lf", entry_timeout, 0),
 	BCFS_OPT("pool_size=%s", pool_size, 0),
-	BCFS_OPT("max_batch=%u", max_batch, 0),
-	BCFS_OPT("timeout=%lf", timeout, 0),
+	/* numbers parsed here: libfuse's own parse gives no clear line */
+	FUSE_OPT_KEY("attr_timeout=", BCFS_KEY_ATTR_TIMEOUT),
+	FUSE_OPT_KEY("entry_timeout=", BCFS_KEY_ENTRY_TIMEOUT),
+	FUSE_OPT_KEY("timeout=", BCFS_KEY_TIMEOUT),
+	FUSE_OPT_KEY("max_batch=", BCFS_KEY_MAX_BATCH),
+	FUSE_OPT_KEY("queue_depth=", BCFS_KEY_QUEUE_DEPTH),
+	FUSE_OPT_KEY("slot_size=", BCFS_KEY_SLOT_SIZE),
 	BCFS_OPT("writeback", writeback, 1),
 	BCFS_OPT("private", private_mount, 1),
 	FUSE_OPT_KEY("-h", BCFS_KEY_HELP),
@@ -127,6 +138,9 @@ static void bcfs_usage(FILE *f, const char *prog)
 "    -o timeout=SEC         wait for the agent's answer or a transfer; a\n"
 "                           request fails with ETIMEDOUT, a stalled\n"
 "                           transfer gives up the connection (30)\n"
+"    -o queue_depth=N       local: the private agent's staging slots\n"
+"    -o slot_size=BYTES     local: bytes per staging slot, 4K..8M (both\n"
+"                           sized to fit RLIMIT_MEMLOCK by default)\n"
 "\n"
 "FUSE options:\n"
 "    -o ro                  read-only mount\n"
@@ -135,6 +149,89 @@ static void bcfs_usage(FILE *f, const char *prog)
 "    -o private             when root mounts: serve root only\n"
 "    -o OPTION              other mount options (noatime, nosuid, ...)\n",
 		prog);
+}
+
+/* "64M" -> bytes.  0 or -EINVAL. */
+static int bcfs_parse_size(const char *s, size_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s)
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K':
+		v <<= 10;
+		end++;
+		break;
+	case 'm': case 'M':
+		v <<= 20;
+		end++;
+		break;
+	case 'g': case 'G':
+		v <<= 30;
+		end++;
+		break;
+	}
+	if (*end == 'i' || *end == 'B')
+		end += *end == 'i' && end[1] == 'B' ? 2 : 1;
+	if (*end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* The value of a "name=value" option. */
+static const char *bcfs_opt_value(const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+
+	return eq ? eq + 1 : "";
+}
+
+/* "name=SEC" within [min, max].  0, or -EINVAL with the line said. */
+static int bcfs_opt_seconds(const char *arg, double min, double max,
+			    double *out)
+{
+	const char *val = bcfs_opt_value(arg);
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(val, &end);
+	if (errno || end == val || *end || !(v >= min && v <= max)) {
+		if (max < 1e9)
+			bcfs_err("%s: give a number of seconds from %g to %g",
+				 arg, min, max);
+		else
+			bcfs_err("%s: give a number of seconds, %g or more "
+				 "(0.5 is half a second)", arg, min);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+/* "name=N" within [min, max].  0, or -EINVAL with the line said. */
+static int bcfs_opt_uint(const char *arg, unsigned int min,
+			 unsigned int max, unsigned int *out)
+{
+	const char *val = bcfs_opt_value(arg);
+	unsigned long v;
+	char *end;
+
+	errno = 0;
+	v = strtoul(val, &end, 10);
+	if (errno || end == val || *end || *val == '-' || v < min ||
+	    v > max) {
+		bcfs_err("%s: give a whole number from %u to %u", arg, min,
+			 max);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
 }
 
 static int bcfs_opt_proc(void *data, const char *arg, int key,
@@ -181,40 +278,35 @@ static int bcfs_opt_proc(void *data, const char *arg, int key,
 		return 1;
 	case BCFS_KEY_DISCARD:
 		return 0;
+	case BCFS_KEY_ATTR_TIMEOUT:
+		return bcfs_opt_seconds(arg, 0, 1e300, &o->attr_timeout) ?
+		       -1 : 0;
+	case BCFS_KEY_ENTRY_TIMEOUT:
+		return bcfs_opt_seconds(arg, 0, 1e300, &o->entry_timeout) ?
+		       -1 : 0;
+	case BCFS_KEY_TIMEOUT:
+		return bcfs_opt_seconds(arg, 0.001, 86400, &o->timeout) ?
+		       -1 : 0;
+	case BCFS_KEY_MAX_BATCH:
+		return bcfs_opt_uint(arg, 1, BCP_SEGS_MAX, &o->max_batch) ?
+		       -1 : 0;
+	case BCFS_KEY_QUEUE_DEPTH:
+		return bcfs_opt_uint(arg, 1, 4096, &o->queue_depth) ? -1 : 0;
+	case BCFS_KEY_SLOT_SIZE: {
+		size_t v;
+
+		/* the agent's rule */
+		if (bcfs_parse_size(bcfs_opt_value(arg), &v) ||
+		    v < 4096 || v > (8u << 20) || v % 4096) {
+			bcfs_err("%s: give a size from 4K to 8M, a multiple "
+				 "of 4K", arg);
+			return -1;
+		}
+		o->slot_size = v;
+		return 0;
+	}
 	}
 	return 1;
-}
-
-/* "64M" -> bytes.  0 or -EINVAL. */
-static int bcfs_parse_size(const char *s, size_t *out)
-{
-	unsigned long long v;
-	char *end;
-
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || end == s)
-		return -EINVAL;
-	switch (*end) {
-	case 'k': case 'K':
-		v <<= 10;
-		end++;
-		break;
-	case 'm': case 'M':
-		v <<= 20;
-		end++;
-		break;
-	case 'g': case 'G':
-		v <<= 30;
-		end++;
-		break;
-	}
-	if (*end == 'i' || *end == 'B')
-		end += *end == 'i' && end[1] == 'B' ? 2 : 1;
-	if (*end)
-		return -EINVAL;
-	*out = v;
-	return 0;
 }
 
 static void bcfs_init(void *userdata, struct fuse_conn_info *conn)
@@ -374,23 +466,13 @@ static int bcfs_opts_check(struct bcfs_opts *o, struct bcp_client_opts *co)
 		}
 		co->pool_size = pool;
 	}
-	if (o->max_batch) {
-		if (o->max_batch > BCP_SEGS_MAX) {
-			bcfs_err("max_batch=%u: at most %u", o->max_batch,
-				 BCP_SEGS_MAX);
-			return -EINVAL;
-		}
+	if (o->max_batch)
 		co->max_batch = o->max_batch;
-	}
-	if (!(o->timeout >= 0.001 && o->timeout <= 86400)) {
-		bcfs_err("timeout=%g: from 0.001 to 86400 seconds",
-			 o->timeout);
-		return -EINVAL;
-	}
 	co->timeout_ms = (int)(o->timeout * 1000);
-	if (o->attr_timeout < 0 || o->entry_timeout < 0) {
-		bcfs_err("attr_timeout and entry_timeout must not be "
-			 "negative");
+	if ((o->queue_depth || o->slot_size) &&
+	    strncmp(o->agent, "local:", 6)) {
+		bcfs_err("queue_depth and slot_size size the private agent of "
+			 "local:DIR; %s is not one", o->agent);
 		return -EINVAL;
 	}
 	if (o->secret_file) {
@@ -422,6 +504,90 @@ static int bcfs_agent_check(const char *agent)
 	bcfs_err("'%s' is not an agent: use tcp://HOST[:PORT], unix:PATH "
 		 "or local:DIR", agent);
 	return -EINVAL;
+}
+
+/*
+ * A tcp:// agent's host name is resolved before anything starts, so that a
+ * name that does not resolve is said as such.  0 or -errno (said).
+ */
+static int bcfs_agent_resolve(const char *agent)
+{
+	struct addrinfo hints, *res;
+	struct bcp_addr a;
+	char err[256];
+	int rc;
+
+	if (strncmp(agent, "tcp://", 6))
+		return 0;
+	if (bcp_addr_parse(agent, &a, err, sizeof(err))) {
+		bcfs_err("%s", err);
+		return -EINVAL;
+	}
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = a.family == AF_INET6 ? AF_INET6 : AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	rc = getaddrinfo(a.host, NULL, &hints, &res);
+	if (rc) {
+		bcfs_err("cannot resolve %s: %s", a.host,
+			 rc == EAI_SYSTEM ? strerror(errno) : gai_strerror(rc));
+		return -EHOSTUNREACH;
+	}
+	freeaddrinfo(res);
+	return 0;
+}
+
+/* A mountinfo path field, its \\ooo escapes undone, in place. */
+static void bcfs_mountinfo_unescape(char *s)
+{
+	char *d = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' &&
+		    s[2] >= '0' && s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*d++ = (s[1] - '0') << 6 | (s[2] - '0') << 3 |
+			       (s[3] - '0');
+			s += 3;
+		} else {
+			*d++ = *s;
+		}
+	}
+	*d = '\0';
+}
+
+/*
+ * As mount(8) does: refuse to stack this file system on itself.  The top
+ * mount on mnt (the last one listed) decides; another file system there
+ * is an ordinary mountpoint.  0 or -EBUSY (said).
+ */
+static int bcfs_mount_check(const char *mnt)
+{
+	char line[4096], where[PATH_MAX], type[64], source[1024];
+	char top_type[64] = "", top_source[1024] = "";
+	const char *sep;
+	FILE *f;
+
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [TAGS] - TYPE SRC */
+		if (sscanf(line, "%*u %*u %*s %*s %4095s", where) != 1)
+			continue;
+		bcfs_mountinfo_unescape(where);
+		if (strcmp(where, mnt))
+			continue;
+		sep = strstr(line, " - ");
+		if (!sep || sscanf(sep, " - %63s %1023s", type, source) != 2)
+			continue;
+		strcpy(top_type, type);
+		strcpy(top_source, source);
+	}
+	fclose(f);
+	if (strcmp(top_type, "fuse." BCFS_PROG))
+		return 0;
+	bcfs_mountinfo_unescape(top_source);
+	bcfs_err("%s: %s already mounted", mnt, top_source);
+	return -EBUSY;
 }
 
 /* Options for fuse_session_new: ours, then those the user passed on. */
@@ -549,10 +715,9 @@ int main(int argc, char *argv[])
 	o->attr_timeout = 1.0;
 	o->entry_timeout = 1.0;
 	o->timeout = BCFS_TIMEOUT_DEFAULT;
-	if (fuse_opt_parse(&args, o, bcfs_opt_spec, bcfs_opt_proc)) {
-		bcfs_usage(stderr, BCFS_PROG);
+	/* what was wrong is said in one line, by us or by libfuse */
+	if (fuse_opt_parse(&args, o, bcfs_opt_spec, bcfs_opt_proc))
 		goto out_args;
-	}
 	if (o->show_help) {
 		bcfs_usage(stdout, BCFS_PROG);
 		ret = 0;
@@ -567,7 +732,9 @@ int main(int argc, char *argv[])
 	if (o->debug)
 		bcfs_log_level = BCFS_DEBUG;
 	if (!o->agent || !o->mountpoint) {
-		bcfs_usage(stderr, BCFS_PROG);
+		bcfs_err("missing %s: usage: " BCFS_PROG " AGENT MOUNTPOINT "
+			 "[-o opt,...] (see --help)",
+			 o->agent ? "MOUNTPOINT" : "AGENT and MOUNTPOINT");
 		goto out_args;
 	}
 	if (bcfs_agent_check(o->agent))
@@ -576,14 +743,25 @@ int main(int argc, char *argv[])
 	bcp_client_set_log(bcfs_client_log, o->debug ? LOG_DEBUG : LOG_INFO);
 	if (bcfs_opts_check(o, &co))
 		goto out_args;
+	if (bcfs_agent_resolve(o->agent))
+		goto out_args;
 	if (!realpath(o->mountpoint, mnt) || stat(mnt, &st)) {
-		bcfs_err("mountpoint %s: %s", o->mountpoint, strerror(errno));
+		if (errno == ENOTCONN)
+			bcfs_err("mountpoint %s: %s: its daemon is gone; "
+				 "unmount it first with fusermount3 -u %s",
+				 o->mountpoint, strerror(errno),
+				 o->mountpoint);
+		else
+			bcfs_err("mountpoint %s: %s", o->mountpoint,
+				 strerror(errno));
 		goto out_args;
 	}
 	if (!S_ISDIR(st.st_mode)) {
 		bcfs_err("mountpoint %s: not a directory", o->mountpoint);
 		goto out_args;
 	}
+	if (bcfs_mount_check(mnt))
+		goto out_args;
 	if (bcfs_fuse_args(&args))
 		goto out_args;
 	if (!o->foreground && bcfs_daemonize(&status_fd))
@@ -595,7 +773,8 @@ int main(int argc, char *argv[])
 	}
 	addr = o->agent;
 	if (!strncmp(addr, "local:", 6)) {
-		if (bcfs_embed_start(addr + 6, &bcfs_g.embed))
+		if (bcfs_embed_start(addr + 6, o->queue_depth, o->slot_size,
+				     &bcfs_g.embed))
 			goto out_fini;
 		bcfs_g.embedded = 1;
 		addr = bcfs_g.embed.addr;
@@ -641,8 +820,9 @@ int main(int argc, char *argv[])
 	if (fuse_session_mount(bcfs_g.se, mnt))
 		goto out_signals;
 	bcfs_readahead_prepare(mnt);
-	/* said before the parent returns, so it never trails the prompt */
-	bcfs_info("%s mounted on %s", o->agent, mnt);
+	/* a mount tool is silent when it works, unless asked to talk */
+	if (o->foreground)
+		bcfs_info("%s mounted on %s", o->agent, mnt);
 	if (!o->foreground) {
 		bcfs_report(&status_fd, 0);
 		bcfs_detach();
