@@ -416,7 +416,9 @@ static void bcfs_embed_explain(struct bcfs_embed *e, pid_t pid,
 		bcfs_err("the agent %s did not start", bin);
 	} else if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
 		bcfs_err("cannot run the agent %s (set BLUECACHE_AGENT)", bin);
-	} else if (said && e->memlock && strstr(why, strerror(ENOMEM))) {
+	} else if (said && e->memlock &&
+		   (strstr(why, "RLIMIT_MEMLOCK") ||
+		    strstr(why, strerror(ENOMEM)))) {
 		bcfs_err("the private agent cannot lock its staging of %llu "
 			 "KiB: RLIMIT_MEMLOCK is %llu KiB and counts all "
 			 "this user's locked memory; raise it (ulimit -l) or "
