@@ -238,6 +238,52 @@ void bcfs_op_getattr(fuse_req_t req, fuse_ino_t ino,
 	bcfs_call_reply(req, &m, BCFS_REPLY_ATTR, 0, NULL);
 }
 
+/* Is the caller of req in group gid (its own or a supplementary one)? */
+static int bcfs_req_in_group(fuse_req_t req, uint32_t gid)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	gid_t list[64];
+	int i, n;
+
+	if (ctx->gid == gid)
+		return 1;
+	n = fuse_req_getgroups(req, 64, list);
+	for (i = 0; i < n && i < 64; i++)
+		if (list[i] == gid)
+			return 1;
+	return 0;
+}
+
+/*
+ * A SETATTR that sets nothing: the kernel decided that a change of the
+ * file must drop privileges or touch ctime (a write or chown(f, -1, -1)
+ * by its caller), but its FUSE client clears S_ISGID only together with
+ * S_IXGRP.  A local file system also clears it when the caller is neither
+ * in the file's group nor privileged: do that here, with the caller's
+ * credentials the request carries.  Otherwise change ctime alone
+ * (FATTR_CTIME itself is sent only with the writeback cache).
+ */
+static void bcfs_setattr_nothing(fuse_req_t req, struct bcp_setattr_req *s)
+{
+	struct bcp_msg m, r;
+
+	if (fuse_req_ctx(req)->uid != 0) {
+		bcfs_msg(&m, BCP_OP_GETATTR);
+		m.u.node_req.handle = s->handle;
+		m.u.node_req.fh = s->fh;
+		if (!bcfs_call(&m, &r) &&
+		    (r.u.attr_rep.attr.mode & (S_ISGID | S_IXGRP)) == S_ISGID &&
+		    S_ISREG(r.u.attr_rep.attr.mode) &&
+		    !bcfs_req_in_group(req, r.u.attr_rep.attr.gid)) {
+			s->valid = BCP_SETATTR_MODE;
+			s->mode = r.u.attr_rep.attr.mode & 07777 & ~S_ISGID;
+			return;
+		}
+	}
+	if (bcfs_g.features & BCP_FEAT_SETATTR_CTIME)
+		s->valid = BCP_SETATTR_CTIME;
+}
+
 void bcfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		     int to_set, struct fuse_file_info *fi)
 {
@@ -278,13 +324,8 @@ void bcfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		s->mtime = attr->st_mtim.tv_sec;
 		s->mtime_nsec = attr->st_mtim.tv_nsec;
 	}
-	/*
-	 * A SETATTR that sets nothing is the kernel passing on a change of
-	 * ctime alone (chown(f, -1, -1); FATTR_CTIME itself is sent only
-	 * with the writeback cache): the agent must still change ctime.
-	 */
-	if (!s->valid && (bcfs_g.features & BCP_FEAT_SETATTR_CTIME))
-		s->valid |= BCP_SETATTR_CTIME;
+	if (!s->valid)
+		bcfs_setattr_nothing(req, s);
 	bcfs_call_reply(req, &m, BCFS_REPLY_ATTR, 0, NULL);
 }
 
