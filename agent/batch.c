@@ -161,6 +161,7 @@ static void batch_finish(struct agent_batch *b)
 			w->stats.bytes_pushed += (uint64_t)b->st[i];
 	}
 	agent_stats_op(&w->stats, b->op, 0, b->t0);
+	agent_metrics_batch(b);
 	if (!s->peer_gone) {
 		struct bcp_msg rep;
 
@@ -238,6 +239,7 @@ static void batch_post(struct agent_slot *sl, enum bcp_xsrv_dir dir)
 		batch_chunk_end(sl, -ECONNABORTED);
 		return;
 	}
+	agent_metrics_slot(sl);
 	sl->state = SLOT_XFER;
 	sl->op.dir = dir;
 	sl->op.region_id = b->segs[sl->seg].region_id;
@@ -254,6 +256,7 @@ void agent_batch_xfer_done(void *ctx, struct bcp_xsrv_op *op, int status)
 	struct agent_slot *sl = (struct agent_slot *)op;
 
 	(void)ctx;
+	agent_metrics_slot(sl);
 	if (status < 0) {
 		batch_chunk_end(sl, status);
 		return;
@@ -278,6 +281,7 @@ void agent_batch_ring_done(struct agent_worker *w, uint64_t user_data,
 								 ~1ull);
 
 	(void)w;
+	agent_metrics_slot(sl);
 	if (sl->state == SLOT_READING) {
 		if (res >= 0 && (uint32_t)res < sl->len)
 			batch_pull_short(sl->b, sl->seg,
@@ -453,6 +457,7 @@ void agent_batch_schedule(struct agent_worker *w)
 			else
 				batch_dequeue(w);
 			if (b->op == BCP_OP_BATCH_PULL) {
+				agent_metrics_slot(sl);
 				sl->state = SLOT_READING;
 				batch_submit_rw(sl);
 			} else {

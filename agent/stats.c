@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "metrics.h"
 
 void agent_stats_op(struct agent_stats *st, uint16_t op, int status,
 		    uint64_t start_ns)
@@ -23,10 +24,11 @@ void agent_stats_op(struct agent_stats *st, uint16_t op, int status,
 		us >>= 1;
 		b++;
 	}
-	st->op[op].count++;
+	/* one writer, read by the metrics endpoint (metrics.h) */
+	agent_ctr_add(&st->op[op].count, 1);
 	if (status < 0)
-		st->op[op].failed++;
-	st->op[op].hist[b]++;
+		agent_ctr_add(&st->op[op].failed, 1);
+	agent_ctr_add(&st->op[op].hist[b], 1);
 }
 
 void agent_stats_add(struct agent_stats *to, const struct agent_stats *from)
