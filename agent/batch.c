@@ -483,6 +483,7 @@ static void batch_inline(struct agent_batch *b, uint32_t i)
 	struct agent_worker *w = b->s->w;
 	struct iovec iov;
 	int mode, flags;
+	uint64_t t;
 	ssize_t n;
 
 	if (sg->length > agent_cfg.inline_max ||
@@ -494,10 +495,13 @@ static void batch_inline(struct agent_batch *b, uint32_t i)
 		return;
 	flags = mode == AGENT_INLINE_NOWAIT ? RWF_NOWAIT : 0;
 	iov.iov_len = sg->length;
+	t = agent_now_ns();	/* the storage stage of an inline segment */
 	if (b->op == BCP_OP_BATCH_PULL)
 		n = preadv2(b->fds[i], &iov, 1, (off_t)sg->offset, flags);
 	else
 		n = pwritev2(b->fds[i], &iov, 1, (off_t)sg->offset, flags);
+	agent_metrics_stage(w, agent_metrics_family(b->op), AGENT_STAGE_STORAGE,
+			    agent_now_ns() - t);
 	if (n < 0) {
 		/* a file that takes no RWF_NOWAIT: stop trying */
 		if (errno == EOPNOTSUPP)

@@ -60,6 +60,7 @@ static const struct fuse_opt bcfs_opt_spec[] = {
 	BCFS_OPT("timeout=%lf", timeout, 0),
 	BCFS_OPT("writeback", writeback, 1),
 	BCFS_OPT("private", private_mount, 1),
+	BCFS_OPT("metrics=%s", metrics, 0),
 	FUSE_OPT_KEY("-h", BCFS_KEY_HELP),
 	FUSE_OPT_KEY("--help", BCFS_KEY_HELP),
 	FUSE_OPT_KEY("-V", BCFS_KEY_VERSION),
@@ -102,6 +103,7 @@ static void bcfs_usage(FILE *f, const char *prog)
 {
 	fprintf(f,
 "usage: %s AGENT MOUNTPOINT [-o opt,...] [-f] [-d] [-s]\n"
+"       bluecachefs --stats PATH [--interval N] [--count N]\n"
 "\n"
 "AGENT:\n"
 "    tcp://HOST[:PORT]      an agent on the network (port 18517)\n"
@@ -127,6 +129,8 @@ static void bcfs_usage(FILE *f, const char *prog)
 "    -o timeout=SEC         wait for the agent's answer or a transfer; a\n"
 "                           request fails with ETIMEDOUT, a stalled\n"
 "                           transfer gives up the connection (30)\n"
+"    -o metrics=ADDR:PORT   serve Prometheus metrics (loopback, unless\n"
+"                           a secret_file is given)\n"
 "\n"
 "FUSE options:\n"
 "    -o ro                  read-only mount\n"
@@ -539,6 +543,8 @@ int main(int argc, char *argv[])
 	char err[512];
 	struct stat st;
 
+	if (argc > 1 && !strcmp(argv[1], "--stats"))
+		return bcfs_stats_main(argc, argv);
 	o->attr_timeout = 1.0;
 	o->entry_timeout = 1.0;
 	o->timeout = BCFS_TIMEOUT_DEFAULT;
@@ -634,6 +640,8 @@ int main(int argc, char *argv[])
 	if (fuse_session_mount(bcfs_g.se, mnt))
 		goto out_signals;
 	bcfs_readahead_prepare(mnt);
+	if (bcfs_metrics_start(mnt) < 0)
+		goto out_unmount;
 	/* said before the parent returns, so it never trails the prompt */
 	bcfs_info("%s mounted on %s", o->agent, mnt);
 	if (!o->foreground) {
@@ -659,6 +667,7 @@ int main(int argc, char *argv[])
 	bcfs_dbg("unmounting");
 
 out_unmount:
+	bcfs_metrics_stop();
 	fuse_session_unmount(bcfs_g.se);
 out_signals:
 	fuse_remove_signal_handlers(bcfs_g.se);
@@ -687,5 +696,6 @@ out_args:
 	free(o->transport);
 	free(o->secret_file);
 	free(o->pool_size);
+	free(o->metrics);
 	return ret;
 }
