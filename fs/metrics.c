@@ -18,6 +18,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
@@ -278,7 +279,9 @@ static int stats_start(const char *mnt)
 	if (ret < 0)
 		return ret;
 	strcpy(sa.sun_path, stats_path);
-	stats_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/* non-blocking: a client gone between poll and accept4 costs nothing */
+	stats_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+			  0);
 	if (stats_fd < 0)
 		return -errno;
 	/* a socket left by a daemon that died on this device number */
