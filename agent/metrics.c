@@ -9,7 +9,8 @@
 
 #include "worker_i.h"
 
-#define METRICS_PUB_NS		5000000ull /* gauges: at most every 5 ms */
+/* gauges: published at most every 5 ms */
+#define METRICS_PUB_NS		5000000ull
 
 unsigned int agent_metrics_family(uint16_t op)
 {

@@ -38,14 +38,14 @@ enum agent_mdir {
 enum agent_stage {
 	AGENT_STAGE_DISPATCH = 0,	/* frame decoded and dispatched */
 	AGENT_STAGE_STORAGE,		/* the store's call or chunk I/O */
-	AGENT_STAGE_TRANSFER,		/* a chunk to or from host memory */
+	AGENT_STAGE_TRANSFER,		/* a chunk to or from the host */
 	AGENT_STAGE_MAX,
 };
 
 /* Operation families the stage histograms are kept for. */
 enum agent_family {
 	AGENT_FAM_META = 0,		/* lookups, attributes, namespace */
-	AGENT_FAM_SYNC,			/* the blocking pool: fsync ... */
+	AGENT_FAM_SYNC,			/* blocking pool: fsync ... */
 	AGENT_FAM_READ,			/* BATCH_PULL */
 	AGENT_FAM_WRITE,		/* BATCH_PUSH */
 	AGENT_FAM_SESSION,		/* handshake, regions, ping */
@@ -70,7 +70,7 @@ struct agent_wmetrics {
 	uint64_t slots_used;		/* staging slots not free */
 	uint64_t batches_queued;	/* sessions waiting for slots */
 	uint64_t sessions_total, bad_frames, auth_failed;
-	uint64_t t_pub;			/* worker only: last publication */
+	uint64_t t_pub;			/* last publication */
 };
 
 /* Worker only: add to a counter the worker owns. */

@@ -70,7 +70,8 @@ static void metrics_render_ops(FILE *f, struct agent_worker **ws,
 			       unsigned int n)
 {
 	static const char *const what[2][3] = {
-		{ "requests_total", "counter", "Requests served, by operation." },
+		{ "requests_total", "counter",
+		  "Requests served, by operation." },
 		{ "request_errors_total", "counter",
 		  "Requests answered with an error, by operation." },
 	};
@@ -86,9 +87,12 @@ static void metrics_render_ops(FILE *f, struct agent_worker **ws,
 
 			if (!l)
 				continue;
-			for (i = 0; i < n; i++)
-				v += agent_ctr_get(k ? &ws[i]->stats.op[op].failed
-						     : &ws[i]->stats.op[op].count);
+			for (i = 0; i < n; i++) {
+				const struct agent_op_stats *o =
+					&ws[i]->stats.op[op];
+
+				v += agent_ctr_get(k ? &o->failed : &o->count);
+			}
 			fprintf(f, "bluecache_agent_%s{op=\"%s\"} %" PRIu64
 				"\n", what[k][0], l, v);
 		}

@@ -167,7 +167,7 @@ struct agent_worker {
 	int stopping;
 	uint64_t stop_deadline;
 	struct agent_stats stats;
-	struct agent_wmetrics metrics;	/* written here, read by metrics.c */
+	struct agent_wmetrics metrics;	/* read by metrics_http.c */
 	/* inbox: the main thread hands over connections here */
 	pthread_mutex_t inbox_lock;
 	struct agent_inbox_item *inbox;	/* under inbox_lock */

@@ -44,7 +44,7 @@ struct bcfs_opts {
 	char *transport;	/* auto|shm|tcp|rdma */
 	char *secret_file;
 	char *pool_size;	/* bytes, with an optional K/M/G suffix */
-	char *metrics;		/* ADDR:PORT of the endpoint (metrics.c) */
+	char *metrics;		/* -o metrics=ADDR:PORT (metrics.c) */
 	double attr_timeout;
 	double entry_timeout;
 	double timeout;		/* seconds for an answer or a transfer */

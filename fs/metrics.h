@@ -36,7 +36,7 @@ struct bcfs_msnap {
 	uint64_t uptime_ns;		/* since the mount */
 	uint64_t bytes_read;		/* answered to read(2)s */
 	uint64_t bytes_written;		/* acknowledged write(2)s */
-	uint64_t reconnects;		/* sessions re-established: none yet */
+	uint64_t reconnects;		/* sessions re-established */
 	struct bcfs_mop op[BCP_OP_MAX];
 };
 

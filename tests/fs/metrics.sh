@@ -9,6 +9,7 @@
 #    bytes the agent sent equal what the daemon received;
 #  - bluecachefs --stats prints its table on the mount, and refuses a path
 #    that is not on a bluecachefs mount in one line, non-zero;
+#  - without a secret, a non-loopback -o metrics address fails the mount;
 #  - 200 idle or half-sent scraper connections on each endpoint do not slow
 #    reads through the mount more than METRICS_SLOWDOWN allows, and the
 #    endpoints serve again once they are gone.
@@ -74,6 +75,16 @@ tcp)
 	bcf_skip "metrics runs over shm and tcp only"
 	;;
 esac
+if [ "$BCF_TRANSPORT" = shm ]; then
+	# no secret: a non-loopback endpoint is refused, and the mount fails
+	timeout 20 "$BCF_FS" "$agent" "$BCF_MNT" -f \
+		-o "$opts,metrics=0.0.0.0:0" 2> "$BCF_TMP/refused.log" &&
+		bcf_fail "the daemon served metrics on 0.0.0.0 without a secret"
+	grep -q 'refusing to serve metrics on 0.0.0.0:0 without a secret' \
+		"$BCF_TMP/refused.log" ||
+		{ cat "$BCF_TMP/refused.log" >&2; bcf_fail "refusal not said"; }
+	bcf_is_mounted "$BCF_MNT" && bcf_fail "the refused mount stayed"
+fi
 "$BCF_FS" "$agent" "$BCF_MNT" -f -o "$opts,metrics=127.0.0.1:0" \
 	2>>"$BCF_TMP/fs.log" &
 BCF_FS_PID=$!
