@@ -1143,11 +1143,13 @@ int main(int argc, char **argv)
 			goto out_listeners;
 		}
 	}
-	if (agent_cfg.metrics_listen &&
-	    (ret = agent_metrics_start(agent_cfg.metrics_listen)) < 0) {
-		agent_workers_stop(NULL);
-		bcp_xrdma_shutdown();
-		goto out_listeners;
+	if (agent_cfg.metrics_listen) {
+		ret = agent_metrics_start(agent_cfg.metrics_listen);
+		if (ret < 0) {
+			agent_workers_stop(NULL);
+			bcp_xrdma_shutdown();
+			goto out_listeners;
+		}
 	}
 	agent_info("serving %s with %u worker(s), %u slots of %u bytes each",
 		   agent_cfg.root, agent_cfg.workers, agent_cfg.queue_depth,

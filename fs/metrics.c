@@ -97,6 +97,11 @@ void bcfs_metrics_rw(int write, ssize_t total, uint64_t t0)
 		      (uint64_t)total);
 }
 
+void bcfs_metrics_reconnected(void)
+{
+	m_add(&bcfs_m.reconnects, 1);
+}
+
 const char *bcfs_metrics_op_name(uint16_t op, char *buf, size_t len)
 {
 	const char *n;

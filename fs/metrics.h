@@ -51,6 +51,8 @@ void bcfs_metrics_begin(struct bcfs_mtimer *t, uint16_t op);
 void bcfs_metrics_end(const struct bcfs_mtimer *t, int status);
 /* A read or write of the data path sent at t0 answered total (or -errno). */
 void bcfs_metrics_rw(int write, ssize_t total, uint64_t t0);
+/* The agent session was re-established after a loss. */
+void bcfs_metrics_reconnected(void);
 /* The op's name in metrics and in --stats: "lookup", "read" ... or NULL. */
 const char *bcfs_metrics_op_name(uint16_t op, char *buf, size_t len);
 /* A consistent-enough copy of the counters (relaxed loads). */
