@@ -56,6 +56,7 @@ struct agent_config {
 	int foreground;
 	int ready_fd;
 	char *rdma_listen;		/* ADDR[:PORT], or NULL */
+	char *metrics_listen;		/* ADDR:PORT, or NULL */
 	int completion;			/* enum bcp_xsrv_completion */
 	unsigned int poll_usec;		/* adaptive polling window */
 	unsigned int inline_max;	/* shm: segments tried inline, bytes */

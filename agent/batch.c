@@ -167,6 +167,7 @@ static void batch_finish(struct agent_batch *b)
 			w->stats.bytes_pushed += (uint64_t)b->st[i];
 	}
 	agent_stats_op(&w->stats, b->op, 0, b->t0);
+	agent_metrics_batch(b);
 	if (!s->peer_gone) {
 		struct bcp_msg rep;
 
@@ -244,6 +245,7 @@ static void batch_post(struct agent_slot *sl, enum bcp_xsrv_dir dir)
 		batch_chunk_end(sl, -ECONNABORTED);
 		return;
 	}
+	agent_metrics_slot(sl);
 	sl->state = SLOT_XFER;
 	sl->op.dir = dir;
 	sl->op.region_id = b->segs[sl->seg].region_id;
@@ -260,6 +262,7 @@ void agent_batch_xfer_done(void *ctx, struct bcp_xsrv_op *op, int status)
 	struct agent_slot *sl = (struct agent_slot *)op;
 
 	(void)ctx;
+	agent_metrics_slot(sl);
 	if (status < 0) {
 		batch_chunk_end(sl, status);
 		return;
@@ -284,6 +287,7 @@ void agent_batch_ring_done(struct agent_worker *w, uint64_t user_data,
 								 ~1ull);
 
 	(void)w;
+	agent_metrics_slot(sl);
 	if (sl->state == SLOT_READING) {
 		if (res >= 0 && (uint32_t)res < sl->len)
 			batch_pull_short(sl->b, sl->seg,
@@ -459,6 +463,7 @@ void agent_batch_schedule(struct agent_worker *w)
 			else
 				batch_dequeue(w);
 			if (b->op == BCP_OP_BATCH_PULL) {
+				agent_metrics_slot(sl);
 				sl->state = SLOT_READING;
 				batch_submit_rw(sl);
 			} else {
@@ -484,6 +489,7 @@ static void batch_inline(struct agent_batch *b, uint32_t i)
 	struct agent_worker *w = b->s->w;
 	struct iovec iov;
 	int mode, flags;
+	uint64_t t;
 	ssize_t n;
 
 	if (sg->length > agent_cfg.inline_max ||
@@ -495,10 +501,13 @@ static void batch_inline(struct agent_batch *b, uint32_t i)
 		return;
 	flags = mode == AGENT_INLINE_NOWAIT ? RWF_NOWAIT : 0;
 	iov.iov_len = sg->length;
+	t = agent_now_ns();	/* the storage stage of an inline segment */
 	if (b->op == BCP_OP_BATCH_PULL)
 		n = preadv2(b->fds[i], &iov, 1, (off_t)sg->offset, flags);
 	else
 		n = pwritev2(b->fds[i], &iov, 1, (off_t)sg->offset, flags);
+	agent_metrics_stage(w, agent_metrics_family(b->op), AGENT_STAGE_STORAGE,
+			    agent_now_ns() - t);
 	if (n < 0) {
 		/* a file that takes no RWF_NOWAIT: stop trying */
 		if (errno == EOPNOTSUPP)

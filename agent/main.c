@@ -39,6 +39,7 @@
 
 #include "agent.h"
 #include "log_i.h"
+#include "metrics.h"
 #include "bcp_auth.h"
 #include "bcp_xfer_srv.h"
 
@@ -119,6 +120,7 @@ static const char usage_text[] =
 "      --socket-mode MODE    unix sockets: octal mode set after bind\n"
 "                            (default: 0777 less the umask)\n"
 "      --socket-group GROUP  unix sockets: group set after bind\n"
+"      --metrics-listen ADDR:PORT  serve Prometheus metrics and /healthz\n"
 "      --rdma-listen ADDR[:PORT]\n"
 "                            accept rdma data connections on the RDMA\n"
 "                            device that has ADDR (IPv4, or [IPv6]; default\n"
@@ -179,6 +181,7 @@ static const struct option main_opts[] = {
 	{ "foreground", no_argument, NULL, 'f' },
 	{ "ready-fd", required_argument, NULL, 'R' },
 	{ "rdma-listen", required_argument, NULL, 1000 },
+	{ "metrics-listen", required_argument, NULL, 1100 },
 	{ "completion", required_argument, NULL, 1001 },
 	{ "poll-usec", required_argument, NULL, 1002 },
 	{ "inline-max", required_argument, NULL, 1003 },
@@ -416,6 +419,9 @@ static int main_set(struct main_cfg *c, const char *key, const char *val,
 			a->squash = AGENT_SQUASH_ALL;
 		else
 			goto out_bad;
+	} else if (!strcmp(key, "metrics-listen")) {
+		free(agent_cfg.metrics_listen);
+		agent_cfg.metrics_listen = strdup(val);
 	} else if (!strcmp(key, "rdma-listen")) {
 		struct sockaddr_storage ss;
 		int ret = bcp_xrdma_addr_parse(val, &ss);
@@ -582,6 +588,7 @@ static int main_parse(struct main_cfg *cf, int argc, char **argv)
 		case 'L': key = "log-level"; break;
 		case 'R': key = "ready-fd"; break;
 		case 1000: key = "rdma-listen"; break;
+		case 1100: key = "metrics-listen"; break;
 		case 1001: key = "completion"; break;
 		case 1002: key = "poll-usec"; break;
 		case 1003: key = "inline-max"; break;
@@ -1596,11 +1603,20 @@ int main(int argc, char **argv)
 			goto out_listeners;
 		}
 	}
+	if (agent_cfg.metrics_listen) {
+		ret = agent_metrics_start(agent_cfg.metrics_listen);
+		if (ret < 0) {
+			agent_workers_stop(NULL);
+			bcp_xrdma_shutdown();
+			goto out_listeners;
+		}
+	}
 	agent_info("serving %s with %u worker(s), %u slots of %u bytes each",
 		   agent_cfg.root, agent_cfg.workers, agent_cfg.queue_depth,
 		   agent_cfg.slot_size);
 	main_ready(daemon_fd);
 	main_loop(sfd);
+	agent_metrics_stop();
 	main_sd_notify("STOPPING=1");
 	for (i = 0; i < nlisteners; i++) {
 		close(listeners[i].fd);

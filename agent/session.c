@@ -598,6 +598,8 @@ static void session_register(struct agent_session *s, const struct bcp_msg *m)
 	else
 		ret = bcp_xsrv_region_register(s->xsrv, r->region_id, r->kind,
 					       r->length, r->addr, r->rkey, fd);
+	if (!ret)
+		s->xport = agent_metrics_xport(r->kind);
 	if (fd >= 0)
 		close(fd);
 	if (ret < 0)
@@ -638,6 +640,7 @@ static void session_job_done(struct agent_job *j)
 	}
 	agent_store_call_end(s->store, c);
 	agent_stats_op(&s->w->stats, c->op, ret, sj->t0);
+	agent_metrics_req(s->w, c->op, 0, sj->t0);
 	if (ret < 0)
 		bcp_msg_init_reply(&rep, &req, ret);
 	agent_session_reply(s, &rep);
@@ -688,6 +691,7 @@ static int session_dispatch(struct agent_session *s, struct bcp_msg *m,
 	uint8_t tail[BCP_XATTR_LIST_MAX > BCP_READDIR_MAX ?
 		     BCP_XATTR_LIST_MAX : BCP_READDIR_MAX];
 	struct bcp_msg rep;
+	uint64_t t1 = agent_now_ns();	/* the store's call begins */
 	int ret = 0;
 	uint32_t i;
 
@@ -836,7 +840,10 @@ static int session_dispatch(struct agent_session *s, struct bcp_msg *m,
 		break;
 	case BCP_OP_BATCH_PULL:
 	case BCP_OP_BATCH_PUSH:
-		return agent_batch_start(s, m);
+		ret = agent_batch_start(s, m);
+		if (!ret)
+			agent_metrics_req(s->w, m->hdr.opcode, t0, 0);
+		return ret;
 	default:
 		/* HELLO/AUTH again, DATA_* from the host: out of place */
 		agent_warn("session %s: %s is not valid here; closing",
@@ -847,6 +854,7 @@ static int session_dispatch(struct agent_session *s, struct bcp_msg *m,
 		return 0;
 	}
 	agent_stats_op(&s->w->stats, m->hdr.opcode, ret, t0);
+	agent_metrics_req(s->w, m->hdr.opcode, t0, t1);
 	if (ret < 0) {
 		bcp_msg_init_reply(&rep, m, ret);
 		agent_dbg("session %s: %s: %s", s->peer,

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "agent.h"
+#include "metrics.h"
 
 /*
  * Misses per opcode, agent-wide: the per-worker counters have no field for
@@ -41,13 +42,14 @@ void agent_stats_op(struct agent_stats *st, uint16_t op, int status,
 		us >>= 1;
 		b++;
 	}
-	st->op[op].count++;
+	/* one writer, read by the metrics endpoint (metrics.h) */
+	agent_ctr_add(&st->op[op].count, 1);
 	if (stats_is_miss(op, status))
 		atomic_fetch_add_explicit(&stats_missed[op], 1,
 					  memory_order_relaxed);
 	else if (status < 0)
-		st->op[op].failed++;
-	st->op[op].hist[b]++;
+		agent_ctr_add(&st->op[op].failed, 1);
+	agent_ctr_add(&st->op[op].hist[b], 1);
 }
 
 void agent_stats_add(struct agent_stats *to, const struct agent_stats *from)

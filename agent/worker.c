@@ -285,6 +285,7 @@ static void worker_pass(struct agent_worker *w)
 		agent_session_update_events(s);
 	}
 	worker_unauth_sync(w);
+	agent_metrics_publish(w);
 }
 
 /* Let every session's transport post and poll; 1 = do not sleep. */
@@ -474,6 +475,11 @@ out_fini:
 	agent_err("cannot start worker %u: %s", i, strerror(-ret));
 	agent_workers_stop(NULL);
 	return ret;
+}
+
+struct agent_worker *agent_worker_nth(unsigned int i)
+{
+	return i < nworkers ? &workers[i] : NULL;
 }
 
 void agent_worker_hand(int fd, const char *peer, const void *frame,

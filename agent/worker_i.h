@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 
 #include "agent.h"
+#include "metrics.h"
 #include "bcp_xfer_srv.h"
 #include "store.h"
 
@@ -46,6 +47,7 @@ struct agent_slot {
 	uint64_t off;			/* chunk offset within the segment */
 	uint32_t len;			/* chunk length (PULL: bytes read) */
 	uint32_t done;			/* PUSH: bytes written so far */
+	uint64_t t_state;		/* entered its state (metrics.c) */
 	struct agent_slot *next;	/* free list */
 };
 
@@ -125,6 +127,7 @@ struct agent_session {
 	struct agent_sjob *job_pool;	/* free jobs */
 	struct agent_sjob *jobs;	/* the pool's memory (lazily) */
 	struct agent_ident ident;	/* identity policy (doc/security.md) */
+	unsigned int xport;		/* enum agent_xport of its regions */
 	struct agent_session *next;
 	struct agent_session **pprev;
 };
@@ -164,6 +167,7 @@ struct agent_worker {
 	int stopping;
 	uint64_t stop_deadline;
 	struct agent_stats stats;
+	struct agent_wmetrics metrics;	/* read by metrics_http.c */
 	/* inbox: the main thread hands over connections here */
 	pthread_mutex_t inbox_lock;
 	struct agent_inbox_item *inbox;	/* under inbox_lock */
@@ -172,6 +176,8 @@ struct agent_worker {
 	atomic_int stop;
 };
 
+/* worker.c: worker i while the workers run, or NULL (metrics.c). */
+struct agent_worker *agent_worker_nth(unsigned int i);
 /* worker.c: a pool thread hands a finished job back to its worker. */
 void agent_worker_job_done(struct agent_job *j);
 /*

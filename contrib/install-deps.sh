@@ -10,10 +10,13 @@ set -eu
 build="autoconf automake make gcc pkg-config
 	libfuse3-dev fuse3 liburing-dev libssl-dev libinih-dev libattr1-dev
 	libibverbs-dev librdmacm-dev ibverbs-providers"
+# the metrics endpoints; promtool checks their output in the tests
+build="$build libmicrohttpd-dev"
 tests="clang libclang-rt-14-dev python3 rsync sqlite3 git attr util-linux
 	xz-utils tar procps psmisc systemd
 	qemu-system-x86 linux-image-amd64 busybox-static cpio kmod iproute2
 	ibverbs-utils rdmacm-utils perftest"
+tests="$tests prometheus"
 bench="fio gnuplot-nox sshfs openssh-server openssh-client bindfs
 	fuse-overlayfs linux-perf"
 pkgs=$build

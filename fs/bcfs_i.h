@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "bcp_client.h"
+#include "metrics.h"
 
 #define BCFS_PROG		"bluecachefs"
 #define BCFS_IO_MAX		(1u << 20)	/* max_read / max_write */
@@ -43,6 +44,7 @@ struct bcfs_opts {
 	char *transport;	/* auto|shm|tcp|rdma */
 	char *secret_file;
 	char *pool_size;	/* bytes, with an optional K/M/G suffix */
+	char *metrics;		/* -o metrics=ADDR:PORT (metrics.c) */
 	double attr_timeout;
 	double entry_timeout;
 	double timeout;		/* seconds for an answer or a transfer */
@@ -97,6 +99,7 @@ struct bcfs_rw {
 	unsigned int pending;		/* atomic */
 	struct bcp_io *io[BCFS_RW_CHUNKS];
 	int32_t result[BCFS_RW_CHUNKS];
+	uint64_t t0;			/* sent (metrics.c) */
 };
 
 /* The embedded agent of local:DIR. */
@@ -261,6 +264,7 @@ struct bcfs_acall {
 	uint32_t gen;
 	size_t size;
 	struct bcfs_acall *next_free;
+	struct bcfs_mtimer mt;		/* metrics.c */
 	uint8_t rbuf[512];		/* entries, attributes, small values */
 };
 struct bcfs_acall *bcfs_acall_get(void);

@@ -71,6 +71,7 @@ static const struct fuse_opt bcfs_opt_spec[] = {
 	FUSE_OPT_KEY("slot_size=", BCFS_KEY_SLOT_SIZE),
 	BCFS_OPT("writeback", writeback, 1),
 	BCFS_OPT("private", private_mount, 1),
+	BCFS_OPT("metrics=%s", metrics, 0),
 	FUSE_OPT_KEY("-h", BCFS_KEY_HELP),
 	FUSE_OPT_KEY("--help", BCFS_KEY_HELP),
 	FUSE_OPT_KEY("-V", BCFS_KEY_VERSION),
@@ -113,6 +114,7 @@ static void bcfs_usage(FILE *f, const char *prog)
 {
 	fprintf(f,
 "usage: %s AGENT MOUNTPOINT [-o opt,...] [-f] [-d] [-s]\n"
+"       bluecachefs --stats PATH [--interval N] [--count N]\n"
 "\n"
 "AGENT:\n"
 "    tcp://HOST[:PORT]      an agent on the network (port 18517)\n"
@@ -141,6 +143,8 @@ static void bcfs_usage(FILE *f, const char *prog)
 "    -o queue_depth=N       local: the private agent's staging slots\n"
 "    -o slot_size=BYTES     local: bytes per staging slot, 4K..8M (both\n"
 "                           sized to fit RLIMIT_MEMLOCK by default)\n"
+"    -o metrics=ADDR:PORT   serve Prometheus metrics (loopback, unless\n"
+"                           a secret_file is given)\n"
 "\n"
 "FUSE options:\n"
 "    -o ro                  read-only mount\n"
@@ -712,6 +716,8 @@ int main(int argc, char *argv[])
 	char err[512];
 	struct stat st;
 
+	if (argc > 1 && !strcmp(argv[1], "--stats"))
+		return bcfs_stats_main(argc, argv);
 	o->attr_timeout = 1.0;
 	o->entry_timeout = 1.0;
 	o->timeout = BCFS_TIMEOUT_DEFAULT;
@@ -820,6 +826,8 @@ int main(int argc, char *argv[])
 	if (fuse_session_mount(bcfs_g.se, mnt))
 		goto out_signals;
 	bcfs_readahead_prepare(mnt);
+	if (bcfs_metrics_start(mnt) < 0)
+		goto out_unmount;
 	/* a mount tool is silent when it works, unless asked to talk */
 	if (o->foreground)
 		bcfs_info("%s mounted on %s", o->agent, mnt);
@@ -846,6 +854,7 @@ int main(int argc, char *argv[])
 	bcfs_dbg("unmounting");
 
 out_unmount:
+	bcfs_metrics_stop();
 	fuse_session_unmount(bcfs_g.se);
 out_signals:
 	fuse_remove_signal_handlers(bcfs_g.se);
@@ -874,5 +883,6 @@ out_args:
 	free(o->transport);
 	free(o->secret_file);
 	free(o->pool_size);
+	free(o->metrics);
 	return ret;
 }

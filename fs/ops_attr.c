@@ -97,6 +97,7 @@ static void bcfs_acall_done(struct bcp_call *call, int result)
 {
 	struct bcfs_acall *a = call->priv;
 
+	bcfs_metrics_end(&a->mt, result);
 	a->answer(a, result);
 	bcfs_acall_put(a);
 }
@@ -112,6 +113,7 @@ void bcfs_acall_send(struct bcfs_acall *a, fuse_req_t req, struct bcp_msg *m,
 	a->call.rcap = sizeof(a->rbuf);
 	a->call.done = bcfs_acall_done;
 	a->call.priv = a;
+	bcfs_metrics_begin(&a->mt, m->hdr.opcode);
 	ret = bcp_client_call_async(bcfs_g.client, m, &a->call);
 	if (ret < 0)
 		bcfs_acall_done(&a->call, ret);
@@ -172,10 +174,15 @@ void bcfs_call_reply(fuse_req_t req, struct bcp_msg *m, enum bcfs_reply kind,
 int bcfs_call(struct bcp_msg *req, struct bcp_msg *rep)
 {
 	void *rbuf = bcfs_rbuf();
+	struct bcfs_mtimer t;
+	int ret;
 
 	if (!rbuf)
 		return -ENOMEM;
-	return bcp_client_call(bcfs_g.client, req, rep, rbuf, BCP_FRAME_MAX);
+	bcfs_metrics_begin(&t, req->hdr.opcode);
+	ret = bcp_client_call(bcfs_g.client, req, rep, rbuf, BCP_FRAME_MAX);
+	bcfs_metrics_end(&t, ret);
+	return ret;
 }
 
 void bcfs_attr_to_stat(const struct bcp_attr *a, struct stat *st)

@@ -227,6 +227,7 @@ static void bcfs_rw_done(struct bcp_io *io, int32_t result)
 	if (__atomic_sub_fetch(&rw->pending, 1, __ATOMIC_ACQ_REL))
 		return;
 	total = bcfs_rw_total(rw, &n);
+	bcfs_metrics_rw(rw->write, total, rw->t0);
 	if (total < 0) {
 		bcfs_reply_status(rw->req, (int)total);
 	} else if (rw->write) {
@@ -248,6 +249,7 @@ static void bcfs_rw_submit(struct bcfs_rw *rw)
 
 	/* done() may run before submit returns and free rw */
 	memcpy(io, rw->io, n * sizeof(io[0]));
+	rw->t0 = bcfs_now_ns();
 	__atomic_store_n(&rw->pending, n, __ATOMIC_RELEASE);
 	for (i = 0; i < n; i++) {
 		io[i]->done = bcfs_rw_done;
