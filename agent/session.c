@@ -174,7 +174,7 @@ void agent_session_free(struct agent_session *s)
 	for (i = 0; i < s->nfds; i++)
 		close(s->fds[i]);
 	agent_store_destroy(s->store);
-	agent_dbg("session %016" PRIx64 " from %s closed", s->id, s->peer);
+	agent_dbg("session %s: closed", s->peer);
 	for (i = 0; i < SESS_JOBS_MAX; i++)
 		free(s->jobs[i].call.buf);
 	free(s->jobs);
@@ -499,8 +499,8 @@ static void session_auth(struct agent_session *s, const struct bcp_msg *m)
 	rep.u.auth_rep.root = agent_store_root(s->store);
 	session_set(s, SESS_READY);
 	agent_session_reply(s, &rep);
-	agent_info("session %016" PRIx64 " from %s authenticated", s->id,
-		   s->peer);
+	agent_info("session %s: authenticated (id %016" PRIx64 ")", s->peer,
+		   s->id);
 	return;
 
 out_refuse:
@@ -540,9 +540,8 @@ void agent_session_attach(struct agent_worker *w, int fd, const char *peer,
 	}
 	if (!(s->features & BCP_FEAT_TCP_DATA) ||
 	    bcp_xsrv_fd(s->xsrv) >= 0) {
-		agent_warn("data connection from %s: session %016" PRIx64
-			   " has one already or did not ask for it", peer,
-			   s->id);
+		agent_warn("data connection from %s: session %s has one "
+			   "already or did not ask for it", peer, s->peer);
 		ret = -EBUSY;
 		goto out_reply;
 	}
@@ -573,8 +572,7 @@ out_reply:
 			return;
 		}
 	}
-	agent_dbg("session %016" PRIx64 ": data connection from %s", s->id,
-		  peer);
+	agent_dbg("session %s: data connection from %s", s->peer, peer);
 }
 
 static void session_register(struct agent_session *s, const struct bcp_msg *m)
@@ -681,6 +679,76 @@ static int session_job_start(struct agent_session *s,
 	sj->job.w = s->w;
 	agent_pool_submit(&sj->job);
 	return 0;
+}
+
+/* What a request names, for a debug line: "handle N" or "N/'name'". */
+static void session_obj(const struct bcp_msg *m, char *buf, size_t cap)
+{
+	uint64_t h = 0;
+	unsigned int len = 0;
+
+	switch (m->hdr.opcode) {
+	case BCP_OP_LOOKUP: case BCP_OP_UNLINK: case BCP_OP_RMDIR:
+		h = m->u.named_req.parent;
+		len = m->u.named_req.name_len;
+		break;
+	case BCP_OP_CREATE:
+		h = m->u.create_req.parent;
+		len = m->u.create_req.name_len;
+		break;
+	case BCP_OP_MKDIR:
+		h = m->u.mkdir_req.parent;
+		len = m->u.mkdir_req.name_len;
+		break;
+	case BCP_OP_MKNOD:
+		h = m->u.mknod_req.parent;
+		len = m->u.mknod_req.name_len;
+		break;
+	case BCP_OP_SYMLINK:
+		h = m->u.symlink_req.parent;
+		len = m->u.symlink_req.name_len;
+		break;
+	case BCP_OP_LINK:
+		h = m->u.link_req.newparent;
+		len = m->u.link_req.name_len;
+		break;
+	case BCP_OP_RENAME:
+		h = m->u.rename_req.parent;
+		len = m->u.rename_req.name_len;
+		break;
+	case BCP_OP_GETATTR: case BCP_OP_RELEASE: case BCP_OP_RELEASEDIR:
+		h = m->u.node_req.handle;
+		break;
+	case BCP_OP_SETATTR:
+		h = m->u.setattr_req.handle;
+		break;
+	case BCP_OP_OPEN: case BCP_OP_OPENDIR:
+		h = m->u.open_req.handle;
+		break;
+	case BCP_OP_READLINK: case BCP_OP_STATFS:
+		h = m->u.handle_req.handle;
+		break;
+	case BCP_OP_SETXATTR:
+		h = m->u.setxattr_req.handle;
+		len = m->u.setxattr_req.name_len;
+		break;
+	case BCP_OP_GETXATTR:
+		h = m->u.getxattr_req.handle;
+		len = m->u.getxattr_req.name_len;
+		break;
+	case BCP_OP_REMOVEXATTR:
+		h = m->u.removexattr_req.handle;
+		len = m->u.removexattr_req.name_len;
+		break;
+	case BCP_OP_LISTXATTR:
+		h = m->u.listxattr_req.handle;
+		break;
+	}
+	if (len && m->name)
+		snprintf(buf, cap, "%" PRIu64 "/'%.*s'", h, (int)len,
+			 m->name);
+	else
+		snprintf(buf, cap, "handle %" PRIu64, h);
 }
 
 /* Serve one decoded request.  -EAGAIN: not now (backpressure). */
@@ -857,8 +925,14 @@ static int session_dispatch(struct agent_session *s, struct bcp_msg *m,
 	agent_metrics_req(s->w, m->hdr.opcode, t0, t1);
 	if (ret < 0) {
 		bcp_msg_init_reply(&rep, m, ret);
-		agent_dbg("session %s: %s: %s", s->peer,
-			  bcp_op_name(m->hdr.opcode), strerror(-ret));
+		if (agent_cfg.log_level >= AGENT_LOG_DEBUG) {
+			char obj[300];
+
+			session_obj(m, obj, sizeof(obj));
+			agent_dbg("session %s: %s %s: %s", s->peer,
+				  bcp_op_name(m->hdr.opcode), obj,
+				  strerror(-ret));
+		}
 	}
 	agent_session_reply(s, &rep);
 	return 0;

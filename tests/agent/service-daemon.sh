@@ -58,6 +58,21 @@ grep -q "SIGHUP: reloaded $tmp/a.conf: log-level info -> debug, max-sessions 64 
 grep -q "warning: SIGHUP: queue-depth changed in $tmp/a.conf; kept as they are until a restart" \
 	"$tmp/log" || fail "no warning for a key fixed at start-up"
 
+# at debug level a refused request names its object and the session by
+# its peer, the same in every line
+fs="$top_builddir/fs/bluecachefs"
+if [ -c /dev/fuse ] && [ -x "$fs" ]; then
+	mkdir "$tmp/m"
+	timeout 20 "$fs" "unix:$tmp/s" "$tmp/m" -o transport=shm ||
+		fail "cannot mount the agent"
+	stat "$tmp/m/nope" > /dev/null 2>&1 && fail "stat of a missing name"
+	fusermount3 -u "$tmp/m" || fail "cannot unmount"
+	wait_for 5 grep -q "LOOKUP 2/'nope': No such file or directory" \
+		"$tmp/log" || fail "the debug line does not name the object"
+	grep -q "session unix:pid=[0-9]*,uid=[0-9]*: authenticated (id " \
+		"$tmp/log" || fail "the session is not named by its peer"
+fi
+
 # a broken file changes nothing
 echo "bogus-key = 1" >> "$tmp/a.conf"
 kill -HUP "$pid"
