@@ -19,6 +19,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <liburing.h>
 
 #include "bcp_codec.h"
@@ -137,6 +138,26 @@ int agent_log_level_parse(const char *s);
 /* Rate-limited warning for the data path: at most a few per second. */
 void agent_warn_rl(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
+
+/*
+ * Are two peer names (main.c's "unix:pid=N,uid=M", "ADDR:PORT",
+ * "[ADDR6]:PORT") the same source: the same process, or the same address
+ * whatever the port?  When connections that have not authenticated must
+ * make room, the source holding the most gives up its oldest, so one
+ * flooding source cannot crowd out a host that connects once.
+ */
+static inline int agent_peer_same(const char *a, const char *b)
+{
+	const char *ea, *eb;
+
+	if (!strncmp(a, "unix", 4) || !strncmp(b, "unix", 4))
+		return !strcmp(a, b);
+	ea = strrchr(a, ':');
+	eb = strrchr(b, ':');
+	if (!ea || !eb || ea - a != eb - b)
+		return 0;
+	return !strncmp(a, b, (size_t)(ea - a));
+}
 
 /* Monotonic time in nanoseconds. */
 uint64_t agent_now_ns(void);

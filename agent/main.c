@@ -938,15 +938,23 @@ static void main_pending_drop(int epfd, struct main_pending *p)
 	p->fd = -1;
 }
 
-/* The oldest connection still in handshake (the table is full). */
+/*
+ * The table is full: the connection to drop is the oldest of the source
+ * that holds the most (agent_peer_same()), the oldest of all on a tie.
+ */
 static struct main_pending *main_pending_oldest(void)
 {
-	struct main_pending *old = &pending[0];
-	unsigned int i;
+	struct main_pending *old = NULL;
+	unsigned int i, j, n, most = 0;
 
-	for (i = 1; i < MAIN_PENDING_MAX; i++)
-		if (pending[i].t0 < old->t0)
+	for (i = 0; i < MAIN_PENDING_MAX; i++) {
+		for (n = 0, j = 0; j < MAIN_PENDING_MAX; j++)
+			n += agent_peer_same(pending[i].peer, pending[j].peer);
+		if (n > most || (n == most && pending[i].t0 < old->t0)) {
+			most = n;
 			old = &pending[i];
+		}
+	}
 	return old;
 }
 

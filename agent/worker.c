@@ -98,11 +98,23 @@ static void worker_unauth_make_room(struct agent_worker *w)
 	if (atomic_load(&worker_unauth) < agent_cfg.max_unauth)
 		return;
 	for (;;) {
+		unsigned int n, most = 0;
+		struct agent_session *t;
+
+		/* the oldest of the source holding the most (agent.h) */
 		old = NULL;
-		for (s = w->sessions; s; s = s->next)
-			if (s->state == SESS_AUTH &&
-			    (!old || s->t_start < old->t_start))
+		for (s = w->sessions; s; s = s->next) {
+			if (s->state != SESS_AUTH)
+				continue;
+			for (n = 0, t = w->sessions; t; t = t->next)
+				n += t->state == SESS_AUTH &&
+				     agent_peer_same(s->peer, t->peer);
+			if (n > most ||
+			    (n == most && s->t_start < old->t_start)) {
+				most = n;
 				old = s;
+			}
+		}
 		if (!old)
 			return;
 		/* its AUTH may be waiting unread: serve it, not drop it */
@@ -166,6 +178,23 @@ void agent_worker_job_done(struct agent_job *j)
  * worker_unauth_make_room()): they are dropped here, before a session is
  * set up for them, so a flood of them costs little.
  */
+/* Mark the HELLOs whose source sent another HELLO in the same list. */
+static void worker_inbox_flooders(struct agent_inbox_item *list)
+{
+	struct agent_inbox_item *it, *o;
+	struct bcp_hdr h;
+
+	for (it = list; it; it = it->next) {
+		bcp_dec_hdr(it->frame, &h);
+		it->hello = h.opcode == BCP_OP_HELLO;
+		it->flood = 0;
+	}
+	for (it = list; it; it = it->next)
+		for (o = it->next; o && it->hello; o = o->next)
+			if (o->hello && agent_peer_same(o->peer, it->peer))
+				it->flood = o->flood = 1;
+}
+
 static struct agent_inbox_item *worker_inbox_order(
 	struct agent_inbox_item *it)
 {
@@ -173,13 +202,15 @@ static struct agent_inbox_item *worker_inbox_order(
 	unsigned int hellos = 0;
 	struct bcp_hdr h;
 
+	worker_inbox_flooders(it);
 	for (; it; it = next) {
 		next = it->next;
 		bcp_dec_hdr(it->frame, &h);
 		if (h.opcode == BCP_OP_HELLO)
 			atomic_fetch_sub(&worker_hellos, 1);
+		/* a source that sent one HELLO is never dropped here */
 		if (h.opcode == BCP_OP_HELLO &&
-		    ++hellos > agent_cfg.max_unauth) {
+		    ++hellos > agent_cfg.max_unauth && it->flood) {
 			agent_warn_rl("limit of %u unauthenticated connections "
 				      "reached; dropping the oldest, from %s",
 				      agent_cfg.max_unauth, it->peer);

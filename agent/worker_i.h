@@ -135,6 +135,7 @@ struct agent_session {
 struct agent_inbox_item {
 	int fd;
 	int is_unix;
+	int hello, flood;		/* worker_inbox_order() */
 	char peer[64];
 	uint8_t frame[128];
 	size_t len;

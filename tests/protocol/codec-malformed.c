@@ -600,8 +600,8 @@ static void field_cases(void)
 	m.u.setattr_req.valid = BCP_SETATTR_SIZE;
 	m.u.setattr_req.size = 10;
 	build(&m);
-	p32(WOFF(setattr_req, valid), 0x100);
-	EXPECT("setattr valid 0x100", BCP_E_BAD_FIELD, -EINVAL);
+	p32(WOFF(setattr_req, valid), BCP_SETATTR_ALL + 1);
+	EXPECT("setattr valid past BCP_SETATTR_ALL", BCP_E_BAD_FIELD, -EINVAL);
 	build(&m);
 	p64(WOFF(setattr_req, size), UINT64_MAX);
 	EXPECT("setattr size 2^64-1", BCP_E_BAD_FIELD, -EINVAL);
