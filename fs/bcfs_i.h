@@ -299,13 +299,15 @@ void bcfs_fill_entry(const struct bcp_entry *entry,
  * The errno an application sees for a status from the client library or
  * the agent (negative errno, 0 is success).  A lost agent connection is
  * -ENOTCONN there; to an application ENOTCONN on a FUSE mount means its
- * daemon died, which is not the case, so it becomes EIO.
+ * daemon died, which is not the case, so it becomes EIO.  An answer that
+ * did not come within -o timeout is -ETIMEDOUT, which no file system call
+ * returns: EIO too.
  */
 static inline int bcfs_errno(int status)
 {
 	if (status >= 0)
 		return 0;
-	return status == -ENOTCONN ? EIO : -status;
+	return status == -ENOTCONN || status == -ETIMEDOUT ? EIO : -status;
 }
 
 /* fuse_reply_err of a status, converted by bcfs_errno(). */

@@ -138,7 +138,7 @@ static void bcfs_usage(FILE *f, const char *prog)
 "    -o pool_size=BYTES     data buffer pool, K/M/G suffixes (64M)\n"
 "    -o max_batch=N         segments per batch request (256)\n"
 "    -o timeout=SEC         wait for the agent's answer or a transfer; a\n"
-"                           request fails with ETIMEDOUT, a stalled\n"
+"                           request fails with EIO, a stalled\n"
 "                           transfer gives up the connection (30)\n"
 "    -o queue_depth=N       local: the private agent's staging slots\n"
 "    -o slot_size=BYTES     local: bytes per staging slot, 4K..8M (both\n"

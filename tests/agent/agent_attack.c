@@ -1721,7 +1721,11 @@ static void *blocker_main(void *arg)
 	a_path(p, sizeof(p), "dirty");
 	fd = open(p, O_WRONLY);
 	memset(b, 0x33, sizeof(b));
-	for (round = 0; !atomic_load(&k->stop); round++) {
+	/*
+	 * Bounded (1 GiB of copies): the point is the worker's other
+	 * sessions, not the disk, which the rest of the suite shares.
+	 */
+	for (round = 0; !atomic_load(&k->stop) && k->copies < 16; round++) {
 		bcp_msg_init(&m, BCP_OP_COPY_FILE_RANGE, 0);
 		m.u.copy_req.fh_in = fin;
 		m.u.copy_req.fh_out = fout;

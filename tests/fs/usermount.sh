@@ -19,6 +19,11 @@ command -v prlimit > /dev/null || bcf_skip "prlimit is missing"
 
 UID_USER=65534
 MEMLOCK=8388608
+# the user runs the built programs: a build tree under a private directory
+# (a 0700 temp dir) cannot be reached by them
+setpriv --reuid=$UID_USER --regid=$UID_USER --clear-groups \
+	test -x "$top_builddir/fs/bluecachefs" ||
+	bcf_skip "user $UID_USER cannot run $top_builddir/fs/bluecachefs"
 U=$BCF_TMP/user
 D=$U/data
 RUN=$U/run
