@@ -140,23 +140,25 @@ void agent_warn_rl(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
 
 /*
- * Are two peer names (main.c's "unix:pid=N,uid=M", "ADDR:PORT",
- * "[ADDR6]:PORT") the same source: the same process, or the same address
- * whatever the port?  When connections that have not authenticated must
- * make room, the source holding the most gives up its oldest, so one
- * flooding source cannot crowd out a host that connects once.
+ * The source of a peer name (main.c's "unix:pid=N,uid=M", "ADDR:PORT",
+ * "[ADDR6]:PORT"): the process, or the address whatever the port, as a
+ * hash to count connections per source in one pass (a collision only
+ * merges two sources' counts).  When connections that have not
+ * authenticated must make room, the source holding the most gives up its
+ * oldest, so one flooding source cannot crowd out a host that connects
+ * once.
  */
-static inline int agent_peer_same(const char *a, const char *b)
+#define AGENT_PEER_BUCKETS	512
+static inline unsigned int agent_peer_hash(const char *p)
 {
-	const char *ea, *eb;
+	const char *end = NULL;
+	uint32_t h = 2166136261u;
 
-	if (!strncmp(a, "unix", 4) || !strncmp(b, "unix", 4))
-		return !strcmp(a, b);
-	ea = strrchr(a, ':');
-	eb = strrchr(b, ':');
-	if (!ea || !eb || ea - a != eb - b)
-		return 0;
-	return !strncmp(a, b, (size_t)(ea - a));
+	if (strncmp(p, "unix", 4))
+		end = strrchr(p, ':');
+	for (; *p && p != end; p++)
+		h = (h ^ (uint8_t)*p) * 16777619u;
+	return h % AGENT_PEER_BUCKETS;
 }
 
 /* Monotonic time in nanoseconds. */

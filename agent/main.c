@@ -940,16 +940,22 @@ static void main_pending_drop(int epfd, struct main_pending *p)
 
 /*
  * The table is full: the connection to drop is the oldest of the source
- * that holds the most (agent_peer_same()), the oldest of all on a tie.
+ * that holds the most (agent_peer_hash()), the oldest of all on a tie.
  */
 static struct main_pending *main_pending_oldest(void)
 {
+	static uint16_t count[AGENT_PEER_BUCKETS];
 	struct main_pending *old = NULL;
-	unsigned int i, j, n, most = 0;
+	unsigned int i, n, most = 0;
+	uint16_t src[MAIN_PENDING_MAX];
 
+	memset(count, 0, sizeof(count));
 	for (i = 0; i < MAIN_PENDING_MAX; i++) {
-		for (n = 0, j = 0; j < MAIN_PENDING_MAX; j++)
-			n += agent_peer_same(pending[i].peer, pending[j].peer);
+		src[i] = (uint16_t)agent_peer_hash(pending[i].peer);
+		count[src[i]]++;
+	}
+	for (i = 0; i < MAIN_PENDING_MAX; i++) {
+		n = count[src[i]];
 		if (n > most || (n == most && pending[i].t0 < old->t0)) {
 			most = n;
 			old = &pending[i];

@@ -98,17 +98,18 @@ static void worker_unauth_make_room(struct agent_worker *w)
 	if (atomic_load(&worker_unauth) < agent_cfg.max_unauth)
 		return;
 	for (;;) {
+		uint16_t count[AGENT_PEER_BUCKETS] = { 0 };
 		unsigned int n, most = 0;
-		struct agent_session *t;
 
 		/* the oldest of the source holding the most (agent.h) */
 		old = NULL;
+		for (s = w->sessions; s; s = s->next)
+			if (s->state == SESS_AUTH)
+				count[agent_peer_hash(s->peer)]++;
 		for (s = w->sessions; s; s = s->next) {
 			if (s->state != SESS_AUTH)
 				continue;
-			for (n = 0, t = w->sessions; t; t = t->next)
-				n += t->state == SESS_AUTH &&
-				     agent_peer_same(s->peer, t->peer);
+			n = count[agent_peer_hash(s->peer)];
 			if (n > most ||
 			    (n == most && s->t_start < old->t_start)) {
 				most = n;
@@ -181,18 +182,19 @@ void agent_worker_job_done(struct agent_job *j)
 /* Mark the HELLOs whose source sent another HELLO in the same list. */
 static void worker_inbox_flooders(struct agent_inbox_item *list)
 {
-	struct agent_inbox_item *it, *o;
+	uint16_t count[AGENT_PEER_BUCKETS] = { 0 };
+	struct agent_inbox_item *it;
 	struct bcp_hdr h;
 
 	for (it = list; it; it = it->next) {
 		bcp_dec_hdr(it->frame, &h);
 		it->hello = h.opcode == BCP_OP_HELLO;
-		it->flood = 0;
+		it->src = (uint16_t)agent_peer_hash(it->peer);
+		if (it->hello && count[it->src] < UINT16_MAX)
+			count[it->src]++;
 	}
 	for (it = list; it; it = it->next)
-		for (o = it->next; o && it->hello; o = o->next)
-			if (o->hello && agent_peer_same(o->peer, it->peer))
-				it->flood = o->flood = 1;
+		it->flood = it->hello && count[it->src] > 1;
 }
 
 static struct agent_inbox_item *worker_inbox_order(

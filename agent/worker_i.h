@@ -136,6 +136,7 @@ struct agent_inbox_item {
 	int fd;
 	int is_unix;
 	int hello, flood;		/* worker_inbox_order() */
+	uint16_t src;			/* agent_peer_hash() of peer */
 	char peer[64];
 	uint8_t frame[128];
 	size_t len;
