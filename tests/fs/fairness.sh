@@ -4,7 +4,7 @@
 # fairness.sh - one stalled host and a flood of unauthenticated connections
 # must not starve a well-behaved host of the same agent.
 #
-# One agent with a single worker (--workers 1, --xfer-timeout 3000 when it
+# One agent with a single worker (--workers 1, --xfer-timeout 10000 when it
 # has the option) on a unix socket, and three mounts of it:
 #   A  -o transport=tcp; several readers of large files, then its daemon
 #      is stopped (SIGSTOP) in the middle, with transfers in flight;
@@ -36,7 +36,10 @@ agent=unix:$sock
 # flight, so that a stalled host can hold every slot it is not kept from
 args=(--workers 1 --queue-depth 16)
 if "$BCF_AGENT" --help 2>&1 | grep -q -- --xfer-timeout; then
-	args+=(--xfer-timeout 3000)
+	# long enough that a benign host under sanitizers and load is never
+	# taken for a stalled one; the stalled one holds only its share of
+	# slots meanwhile
+	args+=(--xfer-timeout 10000)
 else
 	bcf_log "this agent has no --xfer-timeout; started without it"
 fi

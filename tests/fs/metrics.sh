@@ -181,8 +181,9 @@ wait $hostile
 bcf_log "O_DIRECT reads: $((quiet / 1000)) MB/s alone," \
 	"$((busy / 1000)) MB/s with 400 scraper connections tried," \
 	"$(cat "$BCF_TMP/held") connected"
-# bounded slowdown: at least half the pace (CPU is shared in CI)
-[ $((busy * ${METRICS_SLOWDOWN:-2})) -ge "$quiet" ] ||
+# bounded slowdown: at least a third of the pace (the scraper process
+# itself takes CPU from two shared cores, more so under sanitizers)
+[ $((busy * ${METRICS_SLOWDOWN:-3})) -ge "$quiet" ] ||
 	bcf_fail "reads slowed from $quiet to $busy kB/s"
 # once they are gone (or timed out), the endpoints serve again
 bcf_wait_for 10 $HTTP get "$AURL/metrics" > /dev/null ||
