@@ -1067,9 +1067,15 @@ static void sender_scan(struct bcp_client *c)
 	limit = (uint64_t)c->opts.timeout_ms;
 	c->next_scan_ms = now + sender_scan_period(c);
 	pthread_mutex_lock(&c->wlock);
+	/*
+	 * Read the clock under the lock: a slot taken while this thread
+	 * waited for it is newer than a clock read before, and now minus
+	 * its start would wrap around to an age of centuries.
+	 */
+	now = client_now_ms();
 	for (i = 0; i < c->nslots && c->nbusy; i++) {
 		s = &c->slots[i];
-		if (now - s->start_ms < limit)
+		if (s->start_ms >= now || now - s->start_ms < limit)
 			continue;
 		if (s->kind == BCP_WSLOT_BATCH) {
 			late_op = s->op;
