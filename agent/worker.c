@@ -60,9 +60,9 @@ unsigned int agent_sessions_live(void)
 
 /*
  * Count this worker's sessions still in SESS_AUTH and carry the change to
- * the agent-wide count.  Idempotent: any path that may have moved a
- * session out of SESS_AUTH (authenticated, closed, freed) calls it after
- * the change, and the loop calls it once per pass.
+ * the agent-wide count.  Idempotent: called once a new session exists,
+ * and by session_set() (agent_worker_unauth_done()) whenever one leaves
+ * SESS_AUTH, which every way out (authenticated, closed) goes through.
  */
 static void worker_unauth_sync(struct agent_worker *w)
 {
@@ -277,7 +277,6 @@ static void worker_inbox(struct agent_worker *w)
 			} else {
 				worker_unauth_sync(w);
 				agent_session_hello(s, &m);
-				worker_unauth_sync(w);
 			}
 		}
 		free(it);
@@ -317,7 +316,6 @@ static void worker_pass(struct agent_worker *w)
 		}
 		agent_session_update_events(s);
 	}
-	worker_unauth_sync(w);
 	agent_metrics_publish(w);
 }
 
