@@ -212,6 +212,7 @@ static void batch_chunk_end(struct agent_slot *sl, int res)
 	w->free_slots = sl;
 	w->nfree++;
 	b->chunks_out--;
+	b->s->slots_held--;
 	if (!b->chunks_out && !b->queued)
 		batch_finish(b);
 	agent_batch_schedule(w);
@@ -316,15 +317,6 @@ void agent_batch_ring_done(struct agent_worker *w, uint64_t user_data,
 }
 
 /* Slots the session's chunks hold on its worker. */
-static unsigned int batch_session_slots(const struct agent_session *s)
-{
-	unsigned int i, n = 0;
-
-	for (i = 0; i < AGENT_INFLIGHT_MAX; i++)
-		n += s->batches[i].chunks_out;
-	return n;
-}
-
 /* Queue b behind its session's waiting batches, or on the ring. */
 static void batch_enqueue(struct agent_worker *w, struct agent_batch *b)
 {
@@ -431,7 +423,7 @@ void agent_batch_schedule(struct agent_worker *w)
 				skipped = 0;
 				continue;
 			}
-			if (batch_session_slots(b->s) >= agent_cfg.max_slots) {
+			if (b->s->slots_held >= agent_cfg.max_slots) {
 				batch_ring_rotate(w);
 				skipped++;
 				continue;
@@ -457,6 +449,7 @@ void agent_batch_schedule(struct agent_worker *w)
 				b->cur_off = 0;
 			}
 			b->chunks_out++;
+			b->s->slots_held++;
 			/* the next session's turn before this one's next */
 			if (batch_more(b))
 				batch_ring_rotate(w);

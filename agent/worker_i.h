@@ -124,6 +124,7 @@ struct agent_session {
 	unsigned int batches_live;
 	struct agent_batch *batches;	/* the pool's memory */
 	unsigned int jobs_live;		/* blocking-pool jobs not done */
+	unsigned int slots_held;	/* staging slots its chunks hold */
 	struct agent_sjob *job_pool;	/* free jobs */
 	struct agent_sjob *jobs;	/* the pool's memory (lazily) */
 	struct agent_ident ident;	/* identity policy (doc/security.md) */
