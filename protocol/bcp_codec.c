@@ -90,6 +90,7 @@ static inline uint64_t get_le64(const uint8_t *p)
 #define ENC_PAD32(n)	put_le32(OFF(n), 0);
 #define ENC_B16(n)	memcpy(OFF(n), in->n, 16);
 #define ENC_B32(n)	memcpy(OFF(n), in->n, 32);
+#define ENC_B64(n)	memcpy(OFF(n), in->n, 64);
 #define ENC_ATTR(n)	bcp_enc_attr(OFF(n), &in->n);
 #define ENC_ENTRY(n)	bcp_enc_entry(OFF(n), &in->n);
 #define ENC_FIELD(k, n)	ENC_##k(n)
@@ -103,6 +104,7 @@ static inline uint64_t get_le64(const uint8_t *p)
 #define DEC_PAD32(n)	bad |= get_le32(OFF(n)) != 0;
 #define DEC_B16(n)	memcpy(out->n, OFF(n), 16);
 #define DEC_B32(n)	memcpy(out->n, OFF(n), 32);
+#define DEC_B64(n)	memcpy(out->n, OFF(n), 64);
 #define DEC_ATTR(n)	bad |= bcp_dec_attr(OFF(n), &out->n) != 0;
 #define DEC_ENTRY(n)	bad |= bcp_dec_entry(OFF(n), &out->n) != 0;
 #define DEC_FIELD(k, n)	DEC_##k(n)
@@ -137,8 +139,9 @@ BCP_MSGS(GEN_CONV)
 #define SZ_PAD32 4 +
 #define SZ_B16	16 +
 #define SZ_B32	32 +
+#define SZ_B64	64 +
 #define SZ_ATTR	88 +
-#define SZ_ENTRY 104 +
+#define SZ_ENTRY 168 +
 #define SZ_FIELD(k, n) SZ_##k
 #define GEN_SIZE_ASSERT(name, FIELDS, size)				\
 	_Static_assert(FIELDS(SZ_FIELD) 0 == (size),			\
@@ -214,6 +217,8 @@ static const struct op_desc op_tab[BCP_OP_MAX] = {
 	OPD(FORGET, forget_req, NONE),
 	OPD(COPY_FILE_RANGE, copy_req, copy_rep),
 	OPD(LSEEK, lseek_req, lseek_rep),
+	OPD(REBIND, rebind_req, batch_rep),
+	OPD(REOPEN, reopen_req, open_rep),
 	OPD(REGISTER_REGION, region_req, NONE),
 	OPD(UNREGISTER_REGION, unregion_req, NONE),
 	OPD(BATCH_PULL, batch_req, batch_rep),
@@ -431,6 +436,8 @@ static int hdr_rules(const struct bcp_hdr *h, size_t max_frame,
 	if ((h->flags & BCP_HF_FD) &&
 	    (reply || h->opcode != BCP_OP_REGISTER_REGION))
 		return fail(why, BCP_E_BAD_FLAGS, -EBADMSG);
+	if ((h->flags & BCP_HF_REPLAY) && reply)
+		return fail(why, BCP_E_BAD_FLAGS, -EBADMSG);
 	limit = frame_limit(h->opcode, reply);
 	if (max_frame < limit)
 		limit = max_frame;
@@ -471,7 +478,9 @@ int bcp_hdr_check(const void *buf, size_t max_frame, struct bcp_hdr *out,
 
 enum name_kind { NK_NONE, NK_NAME, NK_TARGET, NK_XATTR };
 enum data_kind { DK_NONE, DK_EXACT, DK_ZERO_OR_EXACT, DK_REST };
-enum item_kind { IK_NONE, IK_SEG, IK_STATUS, IK_FORGET, IK_DIRENT };
+enum item_kind {
+	IK_NONE, IK_SEG, IK_STATUS, IK_FORGET, IK_REBIND, IK_DIRENT
+};
 
 /* What follows a message's body, as its body fields describe it. */
 struct tail_spec {
@@ -531,6 +540,7 @@ static int body_rules(const struct bcp_msg *m, bool reply,
 			break;
 		case BCP_OP_OPEN:
 		case BCP_OP_OPENDIR:
+		case BCP_OP_REOPEN:
 			if (m->u.open_rep.open_flags &
 			    ~(BCP_OPEN_KEEP_CACHE | BCP_OPEN_DIRECT_IO))
 				return fail(why, BCP_E_BAD_FIELD, -EINVAL);
@@ -564,9 +574,12 @@ static int body_rules(const struct bcp_msg *m, bool reply,
 			break;
 		case BCP_OP_BATCH_PULL:
 		case BCP_OP_BATCH_PUSH:
+		case BCP_OP_REBIND:
 			if (m->u.batch_rep.count == 0)
 				return fail(why, BCP_E_SEG_COUNT, -EINVAL);
-			if (m->u.batch_rep.count > BCP_SEGS_MAX)
+			if (m->u.batch_rep.count > (op == BCP_OP_REBIND ?
+						    BCP_REBINDS_MAX :
+						    BCP_SEGS_MAX))
 				return fail(why, BCP_E_SEG_COUNT, -E2BIG);
 			t->item_kind = IK_STATUS;
 			t->count = m->u.batch_rep.count;
@@ -694,6 +707,22 @@ static int body_rules(const struct bcp_msg *m, bool reply,
 		t->count = m->u.forget_req.count;
 		t->items_len = (size_t)t->count *
 			       sizeof(struct bcp_w_forget_one);
+		break;
+	case BCP_OP_REBIND:
+		if (m->u.rebind_req.flags != 0)
+			return fail(why, BCP_E_BAD_FIELD, -EINVAL);
+		if (m->u.rebind_req.count == 0)
+			return fail(why, BCP_E_FORGET_COUNT, -EINVAL);
+		if (m->u.rebind_req.count > BCP_REBINDS_MAX)
+			return fail(why, BCP_E_FORGET_COUNT, -E2BIG);
+		t->item_kind = IK_REBIND;
+		t->count = m->u.rebind_req.count;
+		t->items_len = (size_t)t->count *
+			       sizeof(struct bcp_w_rebind_one);
+		break;
+	case BCP_OP_REOPEN:
+		if (m->u.reopen_req.dir > 1 || m->u.reopen_req.fh == 0)
+			return fail(why, BCP_E_BAD_FIELD, -EINVAL);
 		break;
 	case BCP_OP_COPY_FILE_RANGE: {
 		const struct bcp_copy_req *c = &m->u.copy_req;
@@ -920,6 +949,7 @@ static int items_check(const struct tail_spec *t, const uint8_t *p,
 				return fail(why, BCP_E_BAD_PADDING, -EBADMSG);
 		break;
 	}
+	case IK_REBIND:	/* no padding, every value allowed: nothing to check */
 	default:
 		break;
 	}
@@ -1081,6 +1111,14 @@ static int items_encode(const struct bcp_msg *m, const struct tail_spec *t,
 			for (i = 0; i < t->count; i++)
 				bcp_enc_forget_one(dst + (size_t)i * 16,
 						   &m->forgets[i]);
+		return 0;
+	case IK_REBIND:
+		if (!m->rebinds)
+			break;
+		if (dst)
+			for (i = 0; i < t->count; i++)
+				bcp_enc_rebind_one(dst + (size_t)i * 80,
+						   &m->rebinds[i]);
 		return 0;
 	default:
 		return 0;
@@ -1277,6 +1315,16 @@ int32_t bcp_msg_status(const struct bcp_msg *m, uint32_t i)
 	if (m->statuses)
 		return m->statuses[i];
 	return (int32_t)get_le32((const uint8_t *)m->items + (size_t)i * 4);
+}
+
+void bcp_msg_rebind(const struct bcp_msg *m, uint32_t i,
+		    struct bcp_rebind_one *out)
+{
+	if (m->rebinds) {
+		*out = m->rebinds[i];
+		return;
+	}
+	bcp_dec_rebind_one((const uint8_t *)m->items + (size_t)i * 80, out);
 }
 
 void bcp_msg_forget(const struct bcp_msg *m, uint32_t i,

@@ -65,6 +65,7 @@
 #define BCP_AT_PAD32(n)
 #define BCP_AT_B16(n)	uint8_t n[16];
 #define BCP_AT_B32(n)	uint8_t n[32];
+#define BCP_AT_B64(n)	uint8_t n[64];
 #define BCP_AT_ATTR(n)	struct bcp_attr n;
 #define BCP_AT_ENTRY(n)	struct bcp_entry n;
 #define BCP_AFIELD(k, n) BCP_AT_##k(n)
@@ -110,7 +111,7 @@ enum bcp_err {
 	BCP_E_SEG_LENGTH,	/* 0 or over BCP_SEG_LEN_MAX */
 	BCP_E_OFFSET_OVERFLOW,	/* offset + length wraps or passes 2^63 */
 	BCP_E_REGION_RANGE,	/* region_off + length outside the region */
-	BCP_E_FORGET_COUNT,
+	BCP_E_FORGET_COUNT,	/* also the entries of a REBIND */
 	BCP_E_DIRENT,		/* a directory entry runs past the frame */
 	BCP_E_BAD_FIELD,	/* a field outside its documented values */
 	BCP_E_COUNT_MISMATCH,	/* count disagrees with the tail's length */
@@ -164,6 +165,8 @@ struct bcp_msg {
 		struct bcp_copy_rep copy_rep;
 		struct bcp_lseek_req lseek_req;
 		struct bcp_lseek_rep lseek_rep;
+		struct bcp_rebind_req rebind_req;
+		struct bcp_reopen_req reopen_req;
 		struct bcp_region_req region_req;
 		struct bcp_unregion_req unregion_req;
 		struct bcp_batch_req batch_req;
@@ -179,7 +182,8 @@ struct bcp_msg {
 	/*
 	 * Arrays.  Decode: items points at count wire items inside the frame;
 	 * read them with bcp_msg_seg() and friends.  Encode: set the one
-	 * host-endian array that fits the opcode (segs, statuses, forgets) or,
+	 * host-endian array that fits the opcode (segs, statuses, forgets,
+	 * rebinds) or,
 	 * for READDIR replies, dirents/dirents_len as built by
 	 * bcp_dirent_put(); count is taken from the body.
 	 */
@@ -187,6 +191,7 @@ struct bcp_msg {
 	const struct bcp_seg *segs;
 	const int32_t *statuses;
 	const struct bcp_forget_one *forgets;
+	const struct bcp_rebind_one *rebinds;
 	const void *dirents;
 	uint32_t dirents_len;
 };
@@ -234,6 +239,8 @@ void bcp_msg_seg(const struct bcp_msg *m, uint32_t i, struct bcp_seg *out);
 int32_t bcp_msg_status(const struct bcp_msg *m, uint32_t i);
 void bcp_msg_forget(const struct bcp_msg *m, uint32_t i,
 		    struct bcp_forget_one *out);
+void bcp_msg_rebind(const struct bcp_msg *m, uint32_t i,
+		    struct bcp_rebind_one *out);
 
 /* Directory entries of a decoded READDIR reply. */
 struct bcp_dirent_iter {

@@ -22,6 +22,11 @@
  *      connection ops DATA_WRITE/DATA_READ.
  *   1 + BCP_FEAT_SETATTR_CTIME: SETATTR valid bit BCP_SETATTR_CTIME (a
  *      change of nothing but ctime, as chown(f, -1, -1) makes).
+ *   2  an entry carries the object's sealed file id (fid), HELLO the
+ *      client's id; REBIND, REOPEN and the header flag BCP_HF_REPLAY let a
+ *      host resume its handles, open files and unanswered requests on a
+ *      restarted agent (BCP_FEAT_RESUME).  The entry layout changed, so
+ *      version 1 is no longer spoken.
  */
 #ifndef BCP_WIRE_H
 #define BCP_WIRE_H
@@ -29,8 +34,8 @@
 #include <stdint.h>
 
 #define BCP_MAGIC		0x31464342u	/* "BCF1" little-endian */
-#define BCP_VERSION_MIN		1
-#define BCP_VERSION_MAX		1
+#define BCP_VERSION_MIN		2
+#define BCP_VERSION_MAX		2
 #define BCP_DEFAULT_PORT	18517
 
 /* Limits.  A peer that exceeds one gets an error reply and is disconnected. */
@@ -49,11 +54,20 @@
 #define BCP_REGIONS_MAX		64	/* regions per session */
 #define BCP_NONCE_LEN		32
 #define BCP_MAC_LEN		32	/* HMAC-SHA256 */
+#define BCP_FID_LEN		64	/* an entry's sealed file id */
+#define BCP_CLIENT_ID_LEN	16	/* HELLO: the host's lasting id */
+#define BCP_REBINDS_MAX		2048	/* entries in one REBIND */
 
 /* Header flags. */
 #define BCP_HF_REPLY		0x1u	/* this frame is a reply */
 #define BCP_HF_FD		0x2u	/* a file descriptor rides along (unix) */
-#define BCP_HF_ALL		(BCP_HF_REPLY | BCP_HF_FD)
+/*
+ * A request sent again on a new connection of the same client (HELLO's
+ * client id) because the old one was lost before its reply came: the agent
+ * answers from its reply cache what it had already done.  Requests only.
+ */
+#define BCP_HF_REPLAY		0x4u
+#define BCP_HF_ALL		(BCP_HF_REPLY | BCP_HF_FD | BCP_HF_REPLAY)
 
 /* Feature bits, negotiated in HELLO: the reply holds the intersection. */
 #define BCP_FEAT_SHM		(1ull << 0) /* regions may be memfds (unix) */
@@ -62,7 +76,8 @@
 #define BCP_FEAT_READDIRPLUS	(1ull << 3)
 #define BCP_FEAT_COPY_RANGE	(1ull << 4)
 #define BCP_FEAT_SETATTR_CTIME	(1ull << 5) /* BCP_SETATTR_CTIME understood */
-#define BCP_FEAT_ALL		((1ull << 6) - 1)
+#define BCP_FEAT_RESUME		(1ull << 6) /* fids, REBIND, REOPEN, replay */
+#define BCP_FEAT_ALL		((1ull << 7) - 1)
 
 enum bcp_opcode {
 	BCP_OP_HELLO = 1,
@@ -97,6 +112,8 @@ enum bcp_opcode {
 	BCP_OP_FORGET = 35,
 	BCP_OP_COPY_FILE_RANGE = 36,
 	BCP_OP_LSEEK = 37,
+	BCP_OP_REBIND = 38,
+	BCP_OP_REOPEN = 39,
 	BCP_OP_REGISTER_REGION = 50,
 	BCP_OP_UNREGISTER_REGION = 51,
 	BCP_OP_BATCH_PULL = 52,
@@ -140,7 +157,7 @@ enum bcp_region_kind {
 /*
  * Field kinds of the X-macro lists.  X(KIND, name):
  *   U16 U32 U64 S32 S64: little-endian integers.  PAD16 PAD32: zero padding.
- *   B16 B32: byte arrays.  ATTR ENTRY: nested structs below.
+ *   B16 B32 B64: byte arrays.  ATTR ENTRY: nested structs below.
  */
 #define BCP_WT_U16(n)	uint16_t n;
 #define BCP_WT_U32(n)	uint32_t n;
@@ -151,6 +168,7 @@ enum bcp_region_kind {
 #define BCP_WT_PAD32(n)	uint32_t n;
 #define BCP_WT_B16(n)	uint8_t n[16];
 #define BCP_WT_B32(n)	uint8_t n[32];
+#define BCP_WT_B64(n)	uint8_t n[64];
 #define BCP_WT_ATTR(n)	struct bcp_w_attr n;
 #define BCP_WT_ENTRY(n)	struct bcp_w_entry n;
 #define BCP_WFIELD(k, n) BCP_WT_##k(n)
@@ -172,13 +190,23 @@ enum bcp_region_kind {
 	X(U32, mode) X(U32, nlink) X(U32, uid) X(U32, gid) X(U32, blksize) \
 	X(U64, rdev)
 
-/* handle: the agent's 64-bit name for an object, counted like FUSE lookups */
+/*
+ * handle: the agent's 64-bit name for an object in this session, counted
+ * like FUSE lookups.  fid: the object's lasting name, opaque to the host
+ * and sealed by the agent (all zeros: it has none); a host keeps it to
+ * REBIND the handle on a restarted agent.
+ */
 #define BCP_ENTRY_FIELDS(X) \
-	X(U64, handle) X(U64, generation) X(ATTR, attr)
+	X(U64, handle) X(U64, generation) X(ATTR, attr) X(B64, fid)
 
+/*
+ * client: random, chosen once by a host for the life of a mount and sent
+ * again on every reconnect; it keys the agent's reply cache.  All zeros:
+ * the host will not resume.
+ */
 #define BCP_HELLO_REQ_FIELDS(X) \
 	X(U16, ver_min) X(U16, ver_max) X(PAD32, pad0) X(U64, features) \
-	X(B32, nonce)
+	X(B32, nonce) X(B16, client)
 #define BCP_HELLO_REP_FIELDS(X) \
 	X(U16, version) X(PAD16, pad0) X(U32, max_segs) X(U64, features) \
 	X(U32, max_frame) X(U32, max_inflight) X(U32, slot_size) \
@@ -279,6 +307,23 @@ enum bcp_region_kind {
 #define BCP_LSEEK_REQ_FIELDS(X) \
 	X(U64, fh) X(S64, offset) X(U32, whence) X(PAD32, pad0)
 #define BCP_LSEEK_REP_FIELDS(X) X(S64, offset)
+/*
+ * REBIND (BCP_FEAT_RESUME): on a new session, take back handles a host
+ * held on an agent that restarted: tail count x struct bcp_w_rebind_one,
+ * each installing handle (the same value as before) with nlookup
+ * references on the object fid names.  Reply: a batch_rep with one S32
+ * status per entry (0, -ESTALE when the object is gone or the fid is not
+ * the agent's, -EEXIST when the handle is taken by another object).
+ */
+#define BCP_REBIND_REQ_FIELDS(X) X(U32, count) X(U32, flags)
+#define BCP_REBIND_ONE_FIELDS(X) X(U64, handle) X(U64, nlookup) X(B64, fid)
+/*
+ * REOPEN (BCP_FEAT_RESUME): open handle again (a file with O_* flags, or
+ * the directory when dir is 1) under the fh value it had, so the host's
+ * open files and directory streams go on.  Reply: open_rep.
+ */
+#define BCP_REOPEN_REQ_FIELDS(X) \
+	X(U64, handle) X(U64, fh) X(U32, flags) X(U32, dir)
 /* shm: the memfd rides with BCP_HF_FD; rdma: addr + rkey; tcp: neither */
 #define BCP_REGION_REQ_FIELDS(X) \
 	X(U32, region_id) X(U32, kind) X(U64, length) X(U64, addr) \
@@ -307,19 +352,19 @@ enum bcp_region_kind {
 #define BCP_MSGS(M) \
 	M(hdr, BCP_HDR_FIELDS, 32) \
 	M(attr, BCP_ATTR_FIELDS, 88) \
-	M(entry, BCP_ENTRY_FIELDS, 104) \
-	M(hello_req, BCP_HELLO_REQ_FIELDS, 48) \
+	M(entry, BCP_ENTRY_FIELDS, 168) \
+	M(hello_req, BCP_HELLO_REQ_FIELDS, 64) \
 	M(hello_rep, BCP_HELLO_REP_FIELDS, 96) \
 	M(auth_req, BCP_AUTH_REQ_FIELDS, 32) \
 	M(auth_rep, BCP_AUTH_REP_FIELDS, 40) \
 	M(attach_req, BCP_ATTACH_REQ_FIELDS, 40) \
 	M(named_req, BCP_NAMED_REQ_FIELDS, 16) \
-	M(entry_rep, BCP_ENTRY_REP_FIELDS, 104) \
+	M(entry_rep, BCP_ENTRY_REP_FIELDS, 168) \
 	M(node_req, BCP_NODE_REQ_FIELDS, 16) \
 	M(attr_rep, BCP_ATTR_REP_FIELDS, 88) \
 	M(setattr_req, BCP_SETATTR_REQ_FIELDS, 64) \
 	M(create_req, BCP_CREATE_REQ_FIELDS, 32) \
-	M(create_rep, BCP_CREATE_REP_FIELDS, 120) \
+	M(create_rep, BCP_CREATE_REP_FIELDS, 184) \
 	M(mkdir_req, BCP_MKDIR_REQ_FIELDS, 32) \
 	M(mknod_req, BCP_MKNOD_REQ_FIELDS, 40) \
 	M(symlink_req, BCP_SYMLINK_REQ_FIELDS, 24) \
@@ -332,7 +377,7 @@ enum bcp_region_kind {
 	M(readdir_req, BCP_READDIR_REQ_FIELDS, 32) \
 	M(readdir_rep, BCP_READDIR_REP_FIELDS, 8) \
 	M(dirent, BCP_DIRENT_FIELDS, 24) \
-	M(direntplus, BCP_DIRENTPLUS_FIELDS, 128) \
+	M(direntplus, BCP_DIRENTPLUS_FIELDS, 192) \
 	M(statfs_rep, BCP_STATFS_REP_FIELDS, 56) \
 	M(fsync_req, BCP_FSYNC_REQ_FIELDS, 24) \
 	M(fallocate_req, BCP_FALLOCATE_REQ_FIELDS, 40) \
@@ -347,6 +392,9 @@ enum bcp_region_kind {
 	M(copy_rep, BCP_COPY_REP_FIELDS, 8) \
 	M(lseek_req, BCP_LSEEK_REQ_FIELDS, 24) \
 	M(lseek_rep, BCP_LSEEK_REP_FIELDS, 8) \
+	M(rebind_req, BCP_REBIND_REQ_FIELDS, 8) \
+	M(rebind_one, BCP_REBIND_ONE_FIELDS, 80) \
+	M(reopen_req, BCP_REOPEN_REQ_FIELDS, 24) \
 	M(region_req, BCP_REGION_REQ_FIELDS, 32) \
 	M(unregion_req, BCP_UNREGION_REQ_FIELDS, 8) \
 	M(batch_req, BCP_BATCH_REQ_FIELDS, 8) \

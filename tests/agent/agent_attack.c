@@ -218,8 +218,8 @@ static int rs_connect(struct rs *s, int tcp, int timeout_ms)
 		return s->fd;
 	bcp_random(nc, sizeof(nc));
 	bcp_msg_init(&m, BCP_OP_HELLO, 1);
-	m.u.hello_req.ver_min = 1;
-	m.u.hello_req.ver_max = 1;
+	m.u.hello_req.ver_min = BCP_VERSION_MIN;
+	m.u.hello_req.ver_max = BCP_VERSION_MAX;
 	m.u.hello_req.features = BCP_FEAT_ALL;
 	memcpy(m.u.hello_req.nonce, nc, sizeof(nc));
 	ret = a_call(s->fd, &m, &rep, timeout_ms);
@@ -1923,8 +1923,8 @@ static void *flood_main(void *arg)
 	snprintf(path, sizeof(path), "%s/sock", A.dir);
 	bcp_random(nc, sizeof(nc));
 	bcp_msg_init(&m, BCP_OP_HELLO, 1);
-	m.u.hello_req.ver_min = 1;
-	m.u.hello_req.ver_max = 1;
+	m.u.hello_req.ver_min = BCP_VERSION_MIN;
+	m.u.hello_req.ver_max = BCP_VERSION_MAX;
 	memcpy(m.u.hello_req.nonce, nc, sizeof(nc));
 	hl = bcp_encode(hello, sizeof(hello), &m);
 	for (i = 0; i < 200; i++)

@@ -44,8 +44,8 @@ static int flood_open(int hello)
 	if (!hello)
 		return fd;
 	bcp_msg_init(&m, BCP_OP_HELLO, 1);
-	m.u.hello_req.ver_min = 1;
-	m.u.hello_req.ver_max = 1;
+	m.u.hello_req.ver_min = BCP_VERSION_MIN;
+	m.u.hello_req.ver_max = BCP_VERSION_MAX;
 	n = bcp_encode(buf, sizeof(buf), &m);
 	T_CHECK(n > 0);
 	if (bcp_frame_send(fd, buf, (size_t)n, -1) < 0) {

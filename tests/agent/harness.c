@@ -251,8 +251,8 @@ int t_raw_handshake(int fd, const char *secret, uint64_t *root,
 
 	bcp_random(nc, sizeof(nc));
 	bcp_msg_init(&m, BCP_OP_HELLO, 1);
-	m.u.hello_req.ver_min = 1;
-	m.u.hello_req.ver_max = 1;
+	m.u.hello_req.ver_min = BCP_VERSION_MIN;
+	m.u.hello_req.ver_max = BCP_VERSION_MAX;
 	m.u.hello_req.features = BCP_FEAT_ALL;
 	memcpy(m.u.hello_req.nonce, nc, sizeof(nc));
 	ret = t_raw_call(fd, &m, &rep, buf, sizeof(buf));

@@ -29,8 +29,8 @@
 #define ROOT		77
 
 enum scenario {
-	SC_HDR_VERSION,		/* reply header of version 2 */
-	SC_BODY_VERSION,	/* hello_rep.version = 2 */
+	SC_HDR_VERSION,		/* reply header of a newer version */
+	SC_BODY_VERSION,	/* hello_rep.version newer */
 	SC_NO_VERSION,		/* status -EPROTONOSUPPORT */
 	SC_BAD_SERVER_MAC,
 	SC_TCP_SESSION,
@@ -232,13 +232,15 @@ static void *fake_main(void *arg)
 	    m.hdr.opcode != BCP_OP_HELLO)
 		goto out;
 	memcpy(f->nc, m.u.hello_req.nonce, BCP_NONCE_LEN);
-	version_ok = m.u.hello_req.ver_min == 1 && m.u.hello_req.ver_max >= 1;
+	version_ok = m.u.hello_req.ver_min == BCP_VERSION_MIN &&
+		     m.u.hello_req.ver_max >= BCP_VERSION_MIN;
 	bcp_random(f->ns, sizeof(f->ns));
 
 	bcp_msg_init_reply(&r, &m, f->sc == SC_NO_VERSION ?
 			   -EPROTONOSUPPORT : 0);
 	if (f->sc != SC_NO_VERSION) {
-		r.u.hello_rep.version = f->sc == SC_BODY_VERSION ? 2 : 1;
+		r.u.hello_rep.version = f->sc == SC_BODY_VERSION ?
+					 BCP_VERSION_MAX + 1 : BCP_VERSION_MAX;
 		r.u.hello_rep.max_segs = 64;
 		r.u.hello_rep.features = m.u.hello_req.features &
 					 (BCP_FEAT_TCP_DATA | BCP_FEAT_SHM);
@@ -254,12 +256,12 @@ static void *fake_main(void *arg)
 		int n;
 
 		/* Versions this codec would not encode: patch the bytes. */
-		r.u.hello_rep.version = 1;
+		r.u.hello_rep.version = BCP_VERSION_MAX;
 		n = bcp_encode(out, sizeof(out), &r);
-		if (f->sc == SC_HDR_VERSION)
-			out[4] = 2;	/* header version, little-endian */
-		else
-			out[BCP_HDR_SIZE] = 2;	/* hello_rep.version */
+		if (f->sc == SC_HDR_VERSION)	/* little-endian */
+			out[4] = BCP_VERSION_MAX + 1;
+		else				/* hello_rep.version */
+			out[BCP_HDR_SIZE] = BCP_VERSION_MAX + 1;
 		if (n > 0 && !bcp_frame_send(f->ctl, out, (size_t)n, -1))
 			f->ok = version_ok;
 		goto out;
@@ -422,9 +424,9 @@ static void run(enum scenario sc, int expect, const char *expect_msg)
 int main(void)
 {
 	alarm(60);
-	run(SC_HDR_VERSION, -EPROTONOSUPPORT, "protocol version 2");
-	run(SC_BODY_VERSION, -EPROTONOSUPPORT, "protocol version 2");
-	run(SC_NO_VERSION, -EPROTONOSUPPORT, "protocol versions 1-1");
+	run(SC_HDR_VERSION, -EPROTONOSUPPORT, "protocol version 3");
+	run(SC_BODY_VERSION, -EPROTONOSUPPORT, "protocol version 3");
+	run(SC_NO_VERSION, -EPROTONOSUPPORT, "protocol versions 2-2");
 	run(SC_BAD_SERVER_MAC, -EACCES, "prove");
 	run(SC_TCP_SESSION, 0, NULL);
 	bcp_client_destroy(NULL);

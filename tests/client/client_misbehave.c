@@ -134,7 +134,7 @@ static int fake_handshake(struct fake *f)
 	memcpy(f->nc, m.u.hello_req.nonce, BCP_NONCE_LEN);
 	bcp_random(f->ns, sizeof(f->ns));
 	bcp_msg_init_reply(&r, &m, 0);
-	r.u.hello_rep.version = 1;
+	r.u.hello_rep.version = BCP_VERSION_MAX;
 	r.u.hello_rep.max_segs = 64;
 	r.u.hello_rep.features = m.u.hello_req.features & BCP_FEAT_TCP_DATA;
 	r.u.hello_rep.max_frame = BCP_FRAME_MAX;

@@ -119,8 +119,11 @@ static void header_cases(void)
 	p32(0, 0x32464342);
 	EXPECT("wrong magic", BCP_E_BAD_MAGIC, -EPROTO);
 	base_lookup("abc");
-	p16(H_VERSION, 2);
-	EXPECT("version 2", BCP_E_BAD_VERSION, -EPROTO);
+	p16(H_VERSION, 1);
+	EXPECT("version 1", BCP_E_BAD_VERSION, -EPROTO);
+	base_lookup("abc");
+	p16(H_VERSION, 3);
+	EXPECT("version 3", BCP_E_BAD_VERSION, -EPROTO);
 	base_lookup("abc");
 	p16(H_VERSION, 0);
 	EXPECT("version 0", BCP_E_BAD_VERSION, -EPROTO);
@@ -131,8 +134,14 @@ static void header_cases(void)
 	p16(H_OPCODE, 5);
 	EXPECT("opcode 5 (a gap)", BCP_E_BAD_OPCODE, -EBADMSG);
 	base_lookup("abc");
-	p32(H_FLAGS, 0x4);
+	p32(H_FLAGS, 0x8);
 	EXPECT("unknown flag", BCP_E_BAD_FLAGS, -EBADMSG);
+	base_lookup("abc");
+	p32(H_FLAGS, BCP_HF_REPLAY);
+	EXPECT("replayed request", BCP_E_OK, 0);
+	base_lookup("abc");
+	p32(H_FLAGS, BCP_HF_REPLY | BCP_HF_REPLAY);
+	EXPECT("replay flag on a reply", BCP_E_BAD_FLAGS, -EBADMSG);
 	base_lookup("abc");
 	p32(H_FLAGS, BCP_HF_FD);
 	EXPECT("fd flag on LOOKUP", BCP_E_BAD_FLAGS, -EBADMSG);
@@ -488,6 +497,41 @@ static void forget_cases(void)
 	      "encoder refuses 0 forgets");
 }
 
+static void rebind_cases(void)
+{
+	static struct bcp_rebind_one rb[BCP_REBINDS_MAX];
+	struct bcp_msg m;
+
+	bcp_msg_init(&m, BCP_OP_REBIND, 1);
+	m.u.rebind_req.count = BCP_REBINDS_MAX;
+	m.rebinds = rb;
+	build(&m);
+	EXPECT("2048 rebinds", BCP_E_OK, 0);
+	p32(WOFF(rebind_req, count), BCP_REBINDS_MAX + 1);
+	resize(80);
+	EXPECT("2049 rebinds", BCP_E_FORGET_COUNT, -E2BIG);
+	m.u.rebind_req.count = 2;
+	build(&m);
+	p32(WOFF(rebind_req, count), 3);
+	EXPECT("3 rebinds, 2 in the tail", BCP_E_COUNT_MISMATCH, -EBADMSG);
+	build(&m);
+	p32(WOFF(rebind_req, flags), 1);
+	EXPECT("rebind flags", BCP_E_BAD_FIELD, -EINVAL);
+	m.u.rebind_req.count = 0;
+	CHECK(bcp_encode(f, sizeof(f), &m) == -EINVAL,
+	      "encoder refuses 0 rebinds");
+
+	bcp_msg_init(&m, BCP_OP_REOPEN, 1);
+	m.u.reopen_req.fh = 7;
+	build(&m);
+	EXPECT("reopen", BCP_E_OK, 0);
+	p32(WOFF(reopen_req, dir), 2);
+	EXPECT("reopen dir 2", BCP_E_BAD_FIELD, -EINVAL);
+	build(&m);
+	p64(WOFF(reopen_req, fh), 0);
+	EXPECT("reopen fh 0", BCP_E_BAD_FIELD, -EINVAL);
+}
+
 static void readdir_base(int plus, const char *n2)
 {
 	static uint8_t ents[1024];
@@ -705,6 +749,7 @@ int main(void)
 	xattr_cases();
 	batch_cases();
 	forget_cases();
+	rebind_cases();
 	readdir_cases();
 	field_cases();
 	encoder_cases();

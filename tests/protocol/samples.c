@@ -33,6 +33,7 @@ static uint64_t mix(uint64_t *seed)
 #define FILL_PAD32(n)
 #define FILL_B16(n)	fill_bytes(o->n, 16, seed);
 #define FILL_B32(n)	fill_bytes(o->n, 32, seed);
+#define FILL_B64(n)	fill_bytes(o->n, 64, seed);
 #define FILL_ATTR(n)	fill_attr(&o->n, seed);
 #define FILL_ENTRY(n)	fill_entry(&o->n, seed);
 #define FILL_FIELD(k, n) FILL_##k(n)
@@ -83,6 +84,7 @@ BCP_MSGS(GEN_FILL)
 	}
 #define CMP_B16(n)	CMP_BYTES(n)
 #define CMP_B32(n)	CMP_BYTES(n)
+#define CMP_B64(n)	CMP_BYTES(n)
 #define CMP_ATTR(n)	diff += cmp_attr(&a->n, &b->n, ctx);
 #define CMP_ENTRY(n)	diff += cmp_entry(&a->n, &b->n, ctx);
 #define CMP_FIELD(k, n)	CMP_##k(n)
@@ -126,18 +128,18 @@ struct op_spec {
 			  { cmp_any_##rq, cmp_any_##rp },		\
 			  { SZ_##rq, SZ_##rp }, 1 }
 #define SZ_none 0
-#define SZ_hello_req 48
+#define SZ_hello_req 64
 #define SZ_hello_rep 96
 #define SZ_auth_req 32
 #define SZ_auth_rep 40
 #define SZ_attach_req 40
 #define SZ_named_req 16
-#define SZ_entry_rep 104
+#define SZ_entry_rep 168
 #define SZ_node_req 16
 #define SZ_attr_rep 88
 #define SZ_setattr_req 64
 #define SZ_create_req 32
-#define SZ_create_rep 120
+#define SZ_create_rep 184
 #define SZ_mkdir_req 32
 #define SZ_mknod_req 40
 #define SZ_symlink_req 24
@@ -167,6 +169,8 @@ struct op_spec {
 #define SZ_batch_req 8
 #define SZ_batch_rep 8
 #define SZ_data_req 16
+#define SZ_rebind_req 8
+#define SZ_reopen_req 24
 
 static const struct op_spec ops[BCP_OP_MAX] = {
 	OPS(HELLO, hello_req, hello_rep),
@@ -201,6 +205,8 @@ static const struct op_spec ops[BCP_OP_MAX] = {
 	OPS(FORGET, forget_req, none),
 	OPS(COPY_FILE_RANGE, copy_req, copy_rep),
 	OPS(LSEEK, lseek_req, lseek_rep),
+	OPS(REBIND, rebind_req, batch_rep),
+	OPS(REOPEN, reopen_req, open_rep),
 	OPS(REGISTER_REGION, region_req, none),
 	OPS(UNREGISTER_REGION, unregion_req, none),
 	OPS(BATCH_PULL, batch_req, batch_rep),
@@ -358,6 +364,17 @@ static void fix_request(struct sample *s, uint64_t *seed)
 			fill_forget_one(&s->forgets[i], seed);
 		m->forgets = s->forgets;
 		break;
+	case BCP_OP_REBIND:
+		m->u.rebind_req.count = 3;
+		m->u.rebind_req.flags = 0;
+		for (i = 0; i < 3; i++)
+			fill_rebind_one(&s->rebinds[i], seed);
+		m->rebinds = s->rebinds;
+		break;
+	case BCP_OP_REOPEN:
+		m->u.reopen_req.fh |= 1;
+		m->u.reopen_req.dir = 1;
+		break;
 	case BCP_OP_COPY_FILE_RANGE:
 		m->u.copy_req.off_in = 12345;
 		m->u.copy_req.off_out = 1ull << 50;
@@ -423,6 +440,7 @@ static void fix_reply(struct sample *s, uint64_t *seed)
 		break;
 	case BCP_OP_OPEN:
 	case BCP_OP_OPENDIR:
+	case BCP_OP_REOPEN:
 		m->u.open_rep.open_flags = BCP_OPEN_DIRECT_IO;
 		break;
 	case BCP_OP_READLINK:
@@ -443,6 +461,7 @@ static void fix_reply(struct sample *s, uint64_t *seed)
 		break;
 	case BCP_OP_BATCH_PULL:
 	case BCP_OP_BATCH_PUSH:
+	case BCP_OP_REBIND:
 		m->u.batch_rep.count = 3;
 		s->statuses[0] = 4096;
 		s->statuses[1] = 0;
@@ -485,6 +504,12 @@ static int make_variant(struct sample *s, uint64_t *seed)
 		m->u.symlink_req.target_len = 255;
 		m->name = (const char *)s->data;
 		m->name2 = (const char *)s->data;
+		return 1;
+	case BCP_OP_MKDIR:		/* sent again after a reconnect */
+		ops[BCP_OP_MKDIR].fill[0](&m->u, seed);
+		m->hdr.flags = BCP_HF_REPLAY;
+		m->u.mkdir_req.name_len = sizeof(NAME1) - 1;
+		m->name = NAME1;
 		return 1;
 	case BCP_OP_OPENDIR:		/* readdir reply without entries */
 		m->hdr.opcode = BCP_OP_READDIR;

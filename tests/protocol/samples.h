@@ -25,6 +25,7 @@ struct sample {
 	struct bcp_seg segs[3];
 	int32_t statuses[3];
 	struct bcp_forget_one forgets[3];
+	struct bcp_rebind_one rebinds[3];
 	struct sample_dirent ents[SAMPLE_DIRENTS];
 	uint8_t dirents[2048];
 	uint8_t data[512];
