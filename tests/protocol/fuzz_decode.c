@@ -57,6 +57,14 @@ static unsigned int walk(const struct bcp_msg *m)
 			sum += (unsigned int)f.nlookup;
 		}
 	}
+	if (op == BCP_OP_REBIND && !reply) {
+		for (i = 0; i < m->u.rebind_req.count; i++) {
+			struct bcp_rebind_one r;
+
+			bcp_msg_rebind(m, i, &r);
+			sum += (unsigned int)r.nlookup + r.fid[63];
+		}
+	}
 	if (op == BCP_OP_READDIR && reply) {
 		int plus;
 
