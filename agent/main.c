@@ -170,8 +170,9 @@ static const char usage_text[] =
 "\n"
 "Resuming after a restart (see doc/protocol.md):\n"
 "      --state-dir DIR       the handle key and the reply cache (default\n"
-"                            " AGENT_STATE_DIR "); none: nothing\n"
-"                            survives a restart\n"
+"                            " AGENT_STATE_DIR ", for other users\n"
+"                            ~/.local/state/bluecache-agent); none:\n"
+"                            nothing survives a restart\n"
 "\n"
 "  -R, --ready-fd FD         write \"ready\\n\" to FD once listening\n"
 "  -h, --help                show this help and exit\n"
@@ -1560,13 +1561,49 @@ static int main_loop(int sfd)
 	return 0;
 }
 
+/*
+ * The state directory: --state-dir, else AGENT_STATE_DIR for root and,
+ * for another user (a local: mount the host daemon started), the
+ * bluecache-agent directory of $XDG_STATE_HOME or ~/.local/state, whose
+ * parents are made 0700 as needed.
+ */
+static int main_state_dir(char *buf, size_t cap)
+{
+	const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+	char *p;
+	int n;
+
+	if (agent_cfg.state_dir || geteuid() == 0) {
+		n = snprintf(buf, cap, "%s", agent_cfg.state_dir ?
+			     agent_cfg.state_dir : AGENT_STATE_DIR);
+		return n > 0 && (size_t)n < cap ? 0 : -ENAMETOOLONG;
+	}
+	if (xdg && xdg[0] == '/')
+		n = snprintf(buf, cap, "%s/bluecache-agent", xdg);
+	else if (home && home[0] == '/')
+		n = snprintf(buf, cap, "%s/.local/state/bluecache-agent",
+			     home);
+	else
+		n = snprintf(buf, cap, "%s", AGENT_STATE_DIR);
+	if (n <= 0 || (size_t)n >= cap) {
+		agent_err("state directory: path too long");
+		return -ENAMETOOLONG;
+	}
+	for (p = strchr(buf + 1, '/'); p; p = strchr(p + 1, '/')) {
+		*p = '\0';
+		mkdir(buf, 0700);
+		*p = '/';
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct agent_stats total;
 	sigset_t mask;
 	unsigned int i;
 	int sfd, daemon_fd = -1, ret;
-	char err[256];
+	char err[256], state[PATH_MAX];
 
 	for (i = 0; i < MAIN_PENDING_MAX; i++)
 		pending[i].fd = -1;
@@ -1587,8 +1624,9 @@ int main(int argc, char **argv)
 		agent_err("data root %s: %s", agent_cfg.root, strerror(errno));
 		return 1;
 	}
-	ret = agent_resume_init(agent_cfg.state_dir ? agent_cfg.state_dir :
-				AGENT_STATE_DIR, agent_cfg.root_fd);
+	ret = main_state_dir(state, sizeof(state));
+	if (ret == 0)
+		ret = agent_resume_init(state, agent_cfg.root_fd);
 	if (ret < 0)
 		return 1;
 	ret = main_fds();
