@@ -663,14 +663,20 @@ static int main_parse(struct main_cfg *cf, int argc, char **argv)
 	return 0;
 }
 
-/* The per-session limits left unset share the descriptor budget. */
+/*
+ * The per-session limits left unset share the descriptor budget; handles
+ * do only where objects cannot be opened by their fid.
+ */
 static void main_derive(struct agent_config *a)
 {
 	long per;
 
 	if (!a->max_slots)
 		a->max_slots = a->queue_depth / 4 ? a->queue_depth / 4 : 1;
-	if (!a->max_handles) {
+	if (!a->max_handles && agent_resume_handles()) {
+		/* a handle is a name, not a descriptor: memory bounds it */
+		a->max_handles = AGENT_HANDLES_MAX;
+	} else if (!a->max_handles) {
 		per = agent_fds_budget / 4;
 		a->max_handles = per < 16 ? 16 : per > AGENT_HANDLES_MAX ?
 				 AGENT_HANDLES_MAX : (unsigned int)per;

@@ -169,7 +169,7 @@ static int ba_hello(struct ba *b)
 	memcpy(b->nc, m.u.hello_req.nonce, BCP_NONCE_LEN);
 	bcp_random(b->ns, sizeof(b->ns));
 	bcp_msg_init_reply(&r, &m, 0);
-	r.u.hello_rep.version = 1;
+	r.u.hello_rep.version = BCP_VERSION_MAX;
 	r.u.hello_rep.max_segs = 64;
 	r.u.hello_rep.features = m.u.hello_req.features &
 				 (BCP_FEAT_SHM | BCP_FEAT_READDIRPLUS);
