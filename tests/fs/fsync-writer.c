@@ -216,7 +216,8 @@ static int fw_write(const char *file, const char *progress, const char *stop,
 					"%" PRIu64 " at offset %" PRIu64
 					" (%zu of %zu bytes done): %s\n", seq,
 					off, done, len,
-					n < 0 ? strerror(errno) : "no progress");
+					n < 0 ? strerror(errno) :
+						"no progress");
 				close(fd);
 				return 1;
 			}

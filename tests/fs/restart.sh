@@ -41,7 +41,10 @@
 # workload logs; BCF_KEEP=1 keeps them on failure.
 . "$(dirname "$0")/lib.sh"
 # the daemon logs the loss and the recovery; the agent, a peer it lost
-BCF_LOG_ALLOW=${BCF_LOG_ALLOW:-'connection (lost|restored|reset|closed)|lost|reconnect|restor|agent .*(killed|signal|exited|died|terminated|gone)|Connection reset|Broken pipe|end of file|EOF'}
+RS_ALLOW='connection (lost|restored|reset|closed)|lost|reconnect|restor'
+RS_ALLOW+='|agent .*(killed|signal|exited|died|terminated|gone)'
+RS_ALLOW+='|Connection reset|Broken pipe|end of file|EOF'
+BCF_LOG_ALLOW=${BCF_LOG_ALLOW:-$RS_ALLOW}
 bcf_init
 
 RS_RC=$top_builddir/tests/fs/random-check
@@ -132,7 +135,13 @@ rs_status()
 	124) echo "timed out after $RS_STEP s" ;;
 	12[5-8]|[0-9]|[0-9][0-9]|1[01][0-9]|12[0-3])
 		echo "exited with status $1" ;;
-	*) echo "killed by SIG$(kill -l $(($1 - 128))) (a timeout ends with SIGKILL)" ;;
+	*)
+		case $(kill -l $(($1 - 128))) in
+		KILL) echo "killed by SIGKILL (a round that timed out)" ;;
+		BUS) echo "killed by SIGBUS (EIO on a mapped page)" ;;
+		*) echo "killed by SIG$(kill -l $(($1 - 128)))" ;;
+		esac
+		;;
 	esac
 }
 
@@ -162,7 +171,8 @@ rs_wl_random()
 			"$RS_REF/$tag-rc" "$RS_RC_OPS" >> "$log" 2>&1
 		rc=$?
 		[ $rc -eq 0 ] || rs_wl_fail "$tag" random \
-			"round $i: random-check $(rs_status $rc): $(rs_tail "$log")"
+			"round $i: random-check $(rs_status $rc):" \
+			"$(rs_tail "$log")"
 		[ -e "$BCF_TMP/stop" ] && break
 	done
 	echo "$i rounds" > "$BCF_TMP/wl-$tag-random.done"
@@ -179,7 +189,8 @@ rs_wl_tar()
 		d=$BCF_MNT/$tag-tar/x$i
 		echo "--- round $i" >> "$log"
 		mkdir "$d" 2>> "$log" ||
-			rs_wl_fail "$tag" tar "round $i: mkdir $d: $(tail -n 1 "$log")"
+			rs_wl_fail "$tag" tar \
+				"round $i: mkdir $d: $(tail -n 1 "$log")"
 		timeout -k 5 $RS_STEP tar -C "$d" -xf "$RS_REF/tree.tar" \
 			>> "$log" 2>&1
 		rc=$?
@@ -189,7 +200,8 @@ rs_wl_tar()
 			>> "$log" 2>&1
 		rc=$?
 		[ $rc -eq 0 ] || rs_wl_fail "$tag" tar \
-			"round $i: diff -r against the native extraction $(rs_status $rc): $(rs_tail "$log")"
+			"round $i: diff -r against the native extraction" \
+			"$(rs_status $rc): $(rs_tail "$log")"
 		[ -e "$BCF_TMP/stop" ] && break
 		timeout -k 5 $RS_STEP rm -rf "$d" >> "$log" 2>&1
 		rc=$?
@@ -247,23 +259,66 @@ rs_failed()
 	done
 }
 
+# rs_bad WORDS...: one more failure for rs_finish to report
+rs_bad()
+{
+	bad+="  $*"$'\n'
+}
+
+# rs_check_mount TAG WORKLOAD...: the workloads' data on the mount; adds
+# a line to $bad for each that differs
+rs_check_mount()
+{
+	local tag=$1 w i last rc=$RS_REF/$1-rc mrc=$BCF_MNT/$1-rc
+
+	shift
+	for w in "$@"; do
+		case $w in
+		random)
+			for i in 0 1 2 3; do
+				timeout 60 cmp "$rc/file$i" "$mrc/file$i" >&2 ||
+					rs_bad "random: file$i on the mount" \
+						"differs from its reference"
+			done
+			;;
+		tar)
+			last=$(cat "$BCF_TMP/wl-$tag-tar.last")
+			timeout 120 diff -r "$RS_REF/native" \
+				"$BCF_MNT/$tag-tar/x$last" >&2 ||
+				rs_bad "tar: the last extraction (x$last)" \
+					"differs from the native one"
+			;;
+		fsync)
+			timeout 120 "$RS_FW" check "$BCF_MNT/$tag-fw/records" \
+				"$BCF_TMP/$tag-fw.progress" >&2 ||
+				rs_bad "fsync: records fsynced are missing or" \
+					"damaged on the mount"
+			;;
+		esac
+	done
+}
+
 # rs_finish TAG WORKLOAD...: stop the workloads, wait for them (bounded)
 # and check their results on the mount; fails naming every workload that
 # failed and how
 rs_finish()
 {
-	local tag=$1 w pid st bad= t0 i last
+	local tag=$1 w pid st t0
+
+	bad=
 
 	shift
 	touch "$BCF_TMP/stop"
 	t0=$SECONDS
 	for w in "$@"; do
 		pid=${RS_PID[$tag-$w]}
-		while bcf_running "$pid" && [ $((SECONDS - t0)) -lt $RS_DRAIN ]; do
+		while bcf_running "$pid" &&
+		      [ $((SECONDS - t0)) -lt $RS_DRAIN ]; do
 			sleep 0.2
 		done
 		if bcf_running "$pid"; then
-			bad+="  $w: still running $RS_DRAIN s after the restarts ended"$'\n'
+			rs_bad "$w: still running $RS_DRAIN s after the" \
+				"restarts ended"
 			bcf_dump_procs $BCF_FS_PID $(bcf_agent_pids) \
 				$(cat /proc/"$pid"/task/*/children 2>/dev/null)
 			bcf_kill_tree "$pid"
@@ -272,39 +327,15 @@ rs_finish()
 		st=$?
 		unset "RS_PID[$tag-$w]"
 		if [ -e "$BCF_TMP/wl-$tag-$w.fail" ]; then
-			bad+="  $w: $(cat "$BCF_TMP/wl-$tag-$w.fail")"$'\n'
+			rs_bad "$w: $(cat "$BCF_TMP/wl-$tag-$w.fail")"
 		elif [ $st -ne 0 ]; then
-			bad+="  $w: exited with status $st"$'\n'
+			rs_bad "$w: exited with status $st"
 		else
 			bcf_log "$tag $w: $(cat "$BCF_TMP/wl-$tag-$w.done")"
 		fi
 	done
-	bcf_running "$BCF_FS_PID" || bad+="  bluecachefs ($BCF_FS_PID) is gone"$'\n'
-	if [ -z "$bad" ]; then
-		for w in "$@"; do
-			case $w in
-			random)
-				for i in 0 1 2 3; do
-					timeout 60 cmp "$RS_REF/$tag-rc/file$i" \
-						"$BCF_MNT/$tag-rc/file$i" >&2 ||
-					bad+="  random: file$i on the mount differs from its reference"$'\n'
-				done
-				;;
-			tar)
-				last=$(cat "$BCF_TMP/wl-$tag-tar.last")
-				timeout 120 diff -r "$RS_REF/native" \
-					"$BCF_MNT/$tag-tar/x$last" >&2 ||
-					bad+="  tar: the last extraction (x$last) differs from the native one"$'\n'
-				;;
-			fsync)
-				timeout 120 "$RS_FW" check \
-					"$BCF_MNT/$tag-fw/records" \
-					"$BCF_TMP/$tag-fw.progress" >&2 ||
-					bad+="  fsync: records fsynced are missing or damaged on the mount"$'\n'
-				;;
-			esac
-		done
-	fi
+	bcf_running "$BCF_FS_PID" || rs_bad "bluecachefs ($BCF_FS_PID) is gone"
+	[ -z "$bad" ] && rs_check_mount "$tag" "$@"
 	[ -z "$bad" ] && return 0
 	printf 'workloads that failed (%s):\n%s' "$tag" "$bad" >&2
 	rs_show_pauses
@@ -323,14 +354,17 @@ rs_check_back()
 		random)
 			for i in 0 1 2 3; do
 				cmp "$RS_REF/$tag-rc/file$i" \
-					"$BCF_BACK/$tag-rc/file$i" >&2 ||
-					bcf_fail "random: file$i in the agent's directory differs from its reference"
+					"$BCF_BACK/$tag-rc/file$i" >&2 &&
+					continue
+				bcf_fail "random: file$i in the agent's" \
+					"directory differs from its reference"
 			done
 			;;
 		fsync)
 			"$RS_FW" check "$BCF_BACK/$tag-fw/records" \
 				"$BCF_TMP/$tag-fw.progress" >&2 ||
-				bcf_fail "fsync: records fsynced are missing or damaged in the agent's directory"
+				bcf_fail "fsync: records fsynced are missing" \
+					"or damaged in the agent's directory"
 			;;
 		esac
 	done
@@ -343,6 +377,30 @@ rs_show_pauses()
 	p=$(bcf_pauses | tr '\n' ' ')
 	bcf_log "pauses the daemon logged (s): ${p:-none}"
 	bcf_log "pause statistics: $(bcf_pause_stats)"
+}
+
+# rs_report ROUNDS SECONDS: the pauses as a markdown table for doc/
+rs_report()
+{
+	local nk nt stats
+
+	nk=$(echo $RS_SIGNALS | tr ' ' '\n' | head -n "$1" | grep -c KILL)
+	nt=$(($1 - nk))
+	stats=$(bcf_pause_stats)
+	echo
+	echo "Agent restarts under load ($BCF_TRANSPORT, $(date +%Y-%m-%d)," \
+		"$(nproc) CPUs; random-check, tar -x and fsync-writer on" \
+		"the mount):"
+	echo
+	echo "| transport | restarts (SIGKILL/SIGTERM) | seconds | pauses |" \
+		"p50 (s) | p99 (s) | max (s) |"
+	echo "|---|---|---|---|---|---|---|"
+	echo "$stats" | awk -v x="$BCF_TRANSPORT" -v r="$1 ($nk/$nt)" \
+		-v s="$2" '{
+		printf "| %s | %s | %s | %s | %s | %s | %s |\n", x, r, s,
+			$2, $4 == "" ? "-" : $4, $6 == "" ? "-" : $6,
+			$8 == "" ? "-" : $8 }'
+	echo
 }
 
 # --- the restartable agent -------------------------------------------
@@ -373,7 +431,7 @@ rs_agent_start()
 
 if [ -z "$RS_LISTEN" ]; then
 	for try in 1 2 3; do
-		BCF_PORT=$(bcf_free_port) || bcf_hard "python3 found no free port"
+		BCF_PORT=$(bcf_free_port) || bcf_hard "no free port"
 		RS_LISTEN=tcp://127.0.0.1:$BCF_PORT
 		rs_agent_start && break
 		RS_LISTEN=
@@ -400,7 +458,8 @@ rs_restart()
 	kill -"$sig" "$pid" || bcf_hard "kill -$sig $pid"
 	if ! bcf_wait_for 30 bcf_pid_gone "$pid"; then
 		bcf_dump_procs "$pid"
-		bcf_fail "round $round: the agent did not exit within 30 s of SIG$sig"
+		bcf_fail "round $round: the agent did not exit within 30 s" \
+			"of SIG$sig"
 	fi
 	wait "$pid"
 	st=$?
@@ -408,12 +467,14 @@ rs_restart()
 	# a clean stop is status 0; anything else is a crash or a report
 	if [ "$sig" = TERM ] && [ $st -ne 0 ]; then
 		tail -n 20 "$BCF_TMP/agent.log" >&2
-		bcf_fail "round $round: the agent exited with status $st on SIGTERM"
+		bcf_fail "round $round: the agent exited with status $st" \
+			"on SIGTERM"
 	fi
 	bcf_sleep_ms 0 3000
 	if ! rs_agent_start; then
 		tail -n 20 "$BCF_TMP/agent.log" >&2
-		bcf_fail "round $round: the agent did not start again on $RS_LISTEN"
+		bcf_fail "round $round: the agent did not start again on" \
+			"$RS_LISTEN"
 	fi
 }
 
@@ -430,7 +491,8 @@ for sig in $RS_SIGNALS; do
 		break
 	fi
 	if [ $((SECONDS - t0)) -ge "$RS_DEADLINE" ]; then
-		bcf_log "NOTE: $round of $(echo $RS_SIGNALS | wc -w) restarts done in the $RS_DEADLINE s given; no more"
+		bcf_log "NOTE: $round of $(echo $RS_SIGNALS | wc -w) restarts" \
+			"done in the $RS_DEADLINE s given; no more"
 		break
 	fi
 	round=$((round + 1))
@@ -441,6 +503,7 @@ done
 bcf_log "$round restarts in $((SECONDS - t0)) s"
 rs_finish main $WL
 rs_show_pauses
+[ -n "${BCF_RESTART_REPORT:-}" ] && rs_report "$round" "$((SECONDS - t0))"
 bcf_umount
 bcf_stop_agent || bcf_fail "the agent did not stop"
 rs_check_back main $WL
@@ -454,14 +517,16 @@ if [ "$BCF_TRANSPORT" = shm ] && [ "$RS_LOCAL_KILLS" -gt 0 ]; then
 	for k in $(seq 1 "$RS_LOCAL_KILLS"); do
 		bcf_sleep_ms 500 2000
 		old=$(bcf_agent_pids)
-		[ -n "$old" ] || bcf_fail "local kill $k: the mount has no private agent"
+		[ -n "$old" ] ||
+			bcf_fail "local kill $k: the mount has no private agent"
 		kill -KILL $old
 		new=
 		for i in $(seq 1 300); do
 			new=$(bcf_agent_pids | grep -vxF "$old")
 			[ -n "$new" ] && break
 			bcf_running "$BCF_FS_PID" ||
-				bcf_fail "local kill $k: bluecachefs died with its agent"
+				bcf_fail "local kill $k: bluecachefs died" \
+					"with its agent"
 			sleep 0.1
 		done
 		if [ -z "$new" ]; then
@@ -469,7 +534,8 @@ if [ "$BCF_TRANSPORT" = shm ] && [ "$RS_LOCAL_KILLS" -gt 0 ]; then
 			for f in "$BCF_TMP"/wl-local-*.fail; do
 				[ -e "$f" ] && cat "$f" >&2
 			done
-			bcf_fail "local kill $k: the daemon started no new private agent within 30 s of SIGKILL to $old"
+			bcf_fail "local kill $k: the daemon started no new" \
+				"private agent within 30 s of SIGKILL to $old"
 		fi
 		bcf_log "local kill $k: agent $old replaced by $new"
 	done
