@@ -553,3 +553,81 @@ bcf_cleanup_extra()
 	(exit $rc)
 	bcf_cleanup
 }
+
+# bcf_mount_at AGENT OPTS: mount AGENT (any address the daemon takes) on
+# $BCF_MNT with -o OPTS, the daemon in the foreground logging to fs.log,
+# as bcf_mount does for the agents it starts; sets BCF_FS_PID, so the
+# EXIT trap unmounts it.  For a test that runs its own agent.
+bcf_mount_at()
+{
+	"$BCF_FS" "$1" "$BCF_MNT" -f -o "$2" 2>>"$BCF_TMP/fs.log" &
+	BCF_FS_PID=$!
+	if ! bcf_wait_for 20 bcf_mount_up; then
+		tail -n 30 "$BCF_TMP/fs.log" >&2
+		bcf_fail "bluecachefs $1 $BCF_MNT -o $2 did not mount"
+	fi
+}
+
+# bcf_fd_count PID: how many descriptors PID holds now (empty when it
+# is gone)
+bcf_fd_count()
+{
+	local n
+
+	n=$(ls "/proc/$1/fd" 2>/dev/null | wc -l)
+	bcf_running "$1" && echo "$n"
+}
+
+# bcf_sleep_ms LO HI: sleep a random time between LO and HI milliseconds
+bcf_sleep_ms()
+{
+	local ms=$(($1 + RANDOM % ($2 - $1 + 1)))
+
+	sleep "$((ms / 1000)).$(printf '%03d' $((ms % 1000)))"
+}
+
+# bcf_kill_tree PID: SIGKILL PID and every descendant it has now
+# (deepest first), for the EXIT trap to end a test's own workloads
+bcf_kill_tree()
+{
+	local c
+
+	for c in $(cat /proc/"$1"/task/*/children 2>/dev/null); do
+		bcf_kill_tree "$c"
+	done
+	kill -KILL "$1" 2>/dev/null
+}
+
+# bcf_agent_has OPTION: the agent's --help lists OPTION
+bcf_agent_has()
+{
+	"$BCF_AGENT" --help 2>&1 | grep -q -e "$1"
+}
+
+# bcf_fs_has OPTION: the daemon's --help lists OPTION
+bcf_fs_has()
+{
+	"$BCF_FS" --help 2>&1 | grep -q -e "$1"
+}
+
+# bcf_pauses [LOG]: the seconds of every "agent connection restored after
+# S s" line in LOG (fs.log), one a line
+bcf_pauses()
+{
+	sed -n 's/.*agent connection restored after \([0-9.]*\) s.*/\1/p' \
+		"${1:-$BCF_TMP/fs.log}"
+}
+
+# bcf_pause_stats [LOG]: "count N p50 S p99 S max S" of bcf_pauses
+# (nearest-rank percentiles); "count 0" when there are none
+bcf_pause_stats()
+{
+	bcf_pauses "$@" | sort -g | awk '
+	{ v[++n] = $1 }
+	function rank(p,  r) { r = int(p * n + 0.999999); return v[r < 1 ? 1 : r] }
+	END {
+		if (!n) { print "count 0"; exit }
+		printf "count %d p50 %.3f p99 %.3f max %.3f\n", n,
+			rank(0.5), rank(0.99), v[n]
+	}'
+}
