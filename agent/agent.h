@@ -31,6 +31,8 @@
 #define AGENT_HANDLES_MAX	(1u << 20) /* handles per session */
 #define AGENT_FILES_MAX		65536	/* open fhs per session */
 #define AGENT_DRAIN_MS		10000	/* SIGTERM: time to finish in flight */
+#define AGENT_FD_CACHE_DEFAULT	1024	/* node descriptors per session */
+#define AGENT_STATE_DIR		"/var/lib/bluecache-agent"
 
 enum agent_log_level {
 	AGENT_LOG_ERROR = 0,
@@ -79,6 +81,9 @@ struct agent_config {
 	unsigned int handshake_ms;	/* connect .. AUTH done */
 	unsigned int xfer_timeout_ms;	/* one transfer on a data connection */
 	unsigned int pool_threads;	/* blocking pool (pool.c) */
+	/* resuming (resume.h) */
+	char *state_dir;		/* NULL: AGENT_STATE_DIR; "none" */
+	unsigned int fd_cache;		/* node descriptors a session caches */
 	/* derived */
 	uint8_t *secret;		/* NULL: the empty secret */
 	size_t secret_len;

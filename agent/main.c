@@ -42,6 +42,7 @@
 #include "metrics.h"
 #include "bcp_auth.h"
 #include "bcp_xfer_srv.h"
+#include "resume.h"
 
 #define MAIN_PENDING_MAX	256
 #define MAIN_FIRST_MAX		128	/* HELLO and DATA_ATTACH fit */
@@ -164,6 +165,13 @@ static const char usage_text[] =
 "                            30000, 0 = never)\n"
 "      --pool-threads N      threads for calls that may block for long\n"
 "                            (default 4)\n"
+"      --fd-cache N          descriptors of looked-up objects one session\n"
+"                            keeps open (8..1048576, default 1024)\n"
+"\n"
+"Resuming after a restart (see doc/protocol.md):\n"
+"      --state-dir DIR       the handle key and the reply cache (default\n"
+"                            " AGENT_STATE_DIR "); none: nothing\n"
+"                            survives a restart\n"
 "\n"
 "  -R, --ready-fd FD         write \"ready\\n\" to FD once listening\n"
 "  -h, --help                show this help and exit\n"
@@ -204,6 +212,8 @@ static const struct option main_opts[] = {
 	{ "socket-mode", required_argument, NULL, 1020 },
 	{ "socket-group", required_argument, NULL, 1021 },
 	{ "log-file", required_argument, NULL, 1022 },
+	{ "state-dir", required_argument, NULL, 1023 },
+	{ "fd-cache", required_argument, NULL, 1024 },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -305,6 +315,7 @@ static const struct main_num main_nums[] = {
 	{ "xfer-timeout", 0, 3600000, 0, 0, MAIN_OFF(xfer_timeout_ms),
 	  "0..3600000 ms, 0 = never" },
 	{ "pool-threads", 1, 64, 0, 0, MAIN_OFF(pool_threads), "1..64" },
+	{ "fd-cache", 8, 1u << 20, 0, 0, MAIN_OFF(fd_cache), "8..1048576" },
 };
 
 /*
@@ -384,6 +395,12 @@ static int main_set(struct main_cfg *c, const char *key, const char *val,
 	} else if (!strcmp(key, "secret-file")) {
 		free(a->secret_file);
 		a->secret_file = strdup(val);
+	} else if (!strcmp(key, "state-dir")) {
+		range = "an absolute path or none";
+		if (val[0] != '/' && strcmp(val, "none"))
+			goto out_bad;
+		free(a->state_dir);
+		a->state_dir = strdup(val);
 	} else if (!strcmp(key, "slot-size")) {
 		range = "a multiple of 4K (4096 bytes) from 4K to 8M";
 		if (main_uint(val, 4096, BCP_SEG_LEN_MAX, 1, &u) < 0 ||
@@ -610,6 +627,8 @@ static int main_parse(struct main_cfg *cf, int argc, char **argv)
 		case 1020: key = "socket-mode"; break;
 		case 1021: key = "socket-group"; break;
 		case 1022: key = "log-file"; break;
+		case 1023: key = "state-dir"; break;
+		case 1024: key = "fd-cache"; break;
 		default:
 			fputs("Try 'bluecache-agent --help'.\n", stderr);
 			return -EINVAL;
@@ -1256,6 +1275,7 @@ static void main_cfg_free(struct main_cfg *c)
 	for (i = 0; i < c->a->nlisten; i++)
 		free(c->a->listen[i]);
 	free(c->a->secret_file);
+	free(c->a->state_dir);
 	free(c->a->rdma_listen);
 	free(c->config);
 	free(c->log_file);
@@ -1303,6 +1323,8 @@ static void main_reload_fixed(const struct main_cfg *n, char *buf,
 	FIXED(o->anon_gid != a->anon_gid, "anon-gid");
 	FIXED(o->allow_devices != a->allow_devices, "allow-devices");
 	FIXED(o->pool_threads != a->pool_threads, "pool-threads");
+	FIXED(o->fd_cache != a->fd_cache, "fd-cache");
+	FIXED(main_str_differ(o->state_dir, a->state_dir), "state-dir");
 	FIXED(o->foreground != a->foreground, "foreground");
 	FIXED(main_str_differ(main_cfg.log_file, n->log_file), "log-file");
 	FIXED(main_str_differ(main_cfg.sock_group, n->sock_group),
@@ -1565,6 +1587,10 @@ int main(int argc, char **argv)
 		agent_err("data root %s: %s", agent_cfg.root, strerror(errno));
 		return 1;
 	}
+	ret = agent_resume_init(agent_cfg.state_dir ? agent_cfg.state_dir :
+				AGENT_STATE_DIR, agent_cfg.root_fd);
+	if (ret < 0)
+		return 1;
 	ret = main_fds();
 	if (ret < 0)
 		return 1;
@@ -1660,6 +1686,7 @@ out_listeners:
 			unlink(listeners[i].path);
 	}
 	close(sfd);
+	agent_resume_fini();
 	close(agent_cfg.root_fd);
 	free(agent_cfg.secret);
 	return ret < 0 ? 1 : 0;

@@ -24,8 +24,10 @@
 #include <unistd.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "bcp_auth.h"
+#include "resume.h"
 #include "worker_i.h"
 
 static void session_set(struct agent_session *s, enum agent_session_state to)
@@ -399,7 +401,8 @@ void agent_session_hello(struct agent_session *s, const struct bcp_msg *m)
 	uint16_t hi = hq->ver_max < BCP_VERSION_MAX ? hq->ver_max :
 						      BCP_VERSION_MAX;
 	uint64_t offered = BCP_FEAT_TCP_DATA | BCP_FEAT_READDIRPLUS |
-			   BCP_FEAT_COPY_RANGE | BCP_FEAT_SETATTR_CTIME;
+			   BCP_FEAT_COPY_RANGE | BCP_FEAT_SETATTR_CTIME |
+			   BCP_FEAT_RESUME;
 	struct sockaddr_storage local;
 	socklen_t llen = sizeof(local);
 	uint8_t raddr[16] = { 0 };
@@ -422,6 +425,7 @@ void agent_session_hello(struct agent_session *s, const struct bcp_msg *m)
 	    !bcp_xrdma_announce((struct sockaddr *)&local, raddr, &rport))
 		offered |= BCP_FEAT_RDMA;
 	memcpy(s->nonce_c, hq->nonce, BCP_NONCE_LEN);
+	memcpy(s->client, hq->client, BCP_CLIENT_ID_LEN);
 	if (bcp_random(s->nonce_s, BCP_NONCE_LEN) < 0 ||
 	    bcp_random(&id, sizeof(id)) < 0) {
 		agent_err("session %s: no random bytes for the handshake",
@@ -751,6 +755,203 @@ static void session_obj(const struct bcp_msg *m, char *buf, size_t cap)
 		snprintf(buf, cap, "handle %" PRIu64, h);
 }
 
+/*
+ * The reply cache (resume.h, doc/protocol.md "Replays"): the requests a
+ * second execution could answer differently from the first.
+ */
+static int session_rc_op(uint16_t op)
+{
+	switch (op) {
+	case BCP_OP_CREATE: case BCP_OP_MKDIR: case BCP_OP_MKNOD:
+	case BCP_OP_SYMLINK: case BCP_OP_LINK: case BCP_OP_UNLINK:
+	case BCP_OP_RMDIR: case BCP_OP_RENAME: case BCP_OP_SETXATTR:
+	case BCP_OP_REMOVEXATTR: case BCP_OP_SETATTR:
+		return 1;
+	}
+	return 0;
+}
+
+static int session_rc_entry_op(uint16_t op)
+{
+	return op == BCP_OP_MKDIR || op == BCP_OP_MKNOD ||
+	       op == BCP_OP_SYMLINK || op == BCP_OP_LINK;
+}
+
+static int session_has_client(const struct agent_session *s)
+{
+	unsigned int i;
+
+	for (i = 0; i < BCP_CLIENT_ID_LEN; i++)
+		if (s->client[i])
+			return 1;
+	return 0;
+}
+
+/*
+ * A replayed request whose outcome is cached: answer as the first
+ * execution did, an entry with a fresh handle of this session (and a
+ * CREATE with a fresh fh, opened without O_TRUNC or O_EXCL).  -EAGAIN:
+ * the outcome cannot be given again (no fid): execute once more.
+ */
+static int session_rc_answer(struct agent_session *s,
+			     const struct bcp_msg *m,
+			     const struct agent_rc_outcome *o,
+			     struct bcp_msg *rep)
+{
+	struct agent_store *st = s->store;
+	uint16_t op = m->hdr.opcode;
+	struct bcp_entry *e = op == BCP_OP_CREATE ? &rep->u.create_rep.entry :
+				&rep->u.entry_rep.entry;
+	int ret;
+
+	if (o->status < 0)
+		return o->status;
+	if (op == BCP_OP_SETATTR)
+		return agent_store_getattr(st, m->u.setattr_req.handle, 0,
+					   &rep->u.attr_rep.attr);
+	if (op != BCP_OP_CREATE && !session_rc_entry_op(op))
+		return 0;
+	if (agent_fid_zero(o->fid))
+		return -EAGAIN;
+	ret = agent_store_fid_entry(st, o->fid, e);
+	if (ret < 0 || op != BCP_OP_CREATE)
+		return ret;
+	{
+		struct bcp_open_rep orep;
+
+		ret = agent_store_open(st, e->handle, o->open_flags, 0, &orep);
+		if (ret < 0) {
+			agent_store_forget(st, e->handle, 1);
+			return ret;
+		}
+		rep->u.create_rep.fh = orep.fh;
+		rep->u.create_rep.open_flags = orep.open_flags;
+	}
+	return 0;
+}
+
+/* The name an entry-making request made, and where. */
+static void session_rc_name(const struct bcp_msg *m, uint64_t *parent,
+			    size_t *len)
+{
+	switch (m->hdr.opcode) {
+	case BCP_OP_MKDIR:
+		*parent = m->u.mkdir_req.parent;
+		*len = m->u.mkdir_req.name_len;
+		break;
+	case BCP_OP_MKNOD:
+		*parent = m->u.mknod_req.parent;
+		*len = m->u.mknod_req.name_len;
+		break;
+	case BCP_OP_SYMLINK:
+		*parent = m->u.symlink_req.parent;
+		*len = m->u.symlink_req.name_len;
+		break;
+	default:	/* LINK */
+		*parent = m->u.link_req.newparent;
+		*len = m->u.link_req.name_len;
+		break;
+	}
+}
+
+/*
+ * A replay whose first execution may have run (its intent is cached, its
+ * outcome is not): the error that a completed first execution causes is
+ * the success it had.  ret is the second execution's result.
+ */
+static int session_rc_again(struct agent_session *s, const struct bcp_msg *m,
+			    int ret, struct bcp_msg *rep)
+{
+	struct agent_store *st = s->store;
+	uint16_t op = m->hdr.opcode;
+	struct bcp_entry e;
+	struct bcp_attr a;
+	uint32_t want = 0;
+	uint64_t parent;
+	size_t len;
+
+	switch (op) {
+	case BCP_OP_UNLINK: case BCP_OP_RMDIR:
+		return ret == -ENOENT ? 0 : ret;
+	case BCP_OP_REMOVEXATTR:
+		return ret == -ENODATA ? 0 : ret;
+	case BCP_OP_SETXATTR:
+		return ret == -EEXIST ? 0 : ret;
+	case BCP_OP_RENAME:
+		/* the source is gone and the target is there: it moved */
+		if (ret != -ENOENT ||
+		    agent_store_lookup(st, m->u.rename_req.newparent,
+				       m->name2, m->u.rename_req.newname_len,
+				       &e) < 0)
+			return ret;
+		agent_store_forget(st, e.handle, 1);
+		return 0;
+	case BCP_OP_MKDIR: case BCP_OP_MKNOD: case BCP_OP_SYMLINK:
+	case BCP_OP_LINK:
+		if (ret != -EEXIST)
+			return ret;
+		session_rc_name(m, &parent, &len);
+		if (op == BCP_OP_MKDIR)
+			want = S_IFDIR;
+		else if (op == BCP_OP_SYMLINK)
+			want = S_IFLNK;
+		else if (op == BCP_OP_MKNOD)
+			want = m->u.mknod_req.mode & S_IFMT;
+		if (agent_store_lookup(st, parent, m->name, len, &e) < 0)
+			return ret;
+		if (op == BCP_OP_LINK &&
+		    (agent_store_getattr(st, m->u.link_req.handle, 0, &a) < 0 ||
+		     a.ino != e.attr.ino))
+			want = ~0u;
+		if (want && (e.attr.mode & S_IFMT) != want) {
+			agent_store_forget(st, e.handle, 1);
+			return ret;
+		}
+		rep->u.entry_rep.entry = e;
+		return 0;
+	}
+	/* CREATE ran without O_EXCL and O_TRUNC: nothing to mend */
+	return ret;
+}
+
+/* What the reply cache keeps of a finished request. */
+static void session_rc_record(struct agent_session *s, const struct bcp_msg *m,
+			      int ret, const struct bcp_msg *rep)
+{
+	struct agent_rc_outcome o;
+	uint16_t op = m->hdr.opcode;
+
+	memset(&o, 0, sizeof(o));
+	o.status = ret;
+	if (ret == 0 && op == BCP_OP_CREATE) {
+		memcpy(o.fid, rep->u.create_rep.entry.fid, BCP_FID_LEN);
+		o.open_flags = m->u.create_req.flags &
+			       ~(uint32_t)(O_TRUNC | O_EXCL | O_CREAT);
+	} else if (ret == 0 && session_rc_entry_op(op)) {
+		memcpy(o.fid, rep->u.entry_rep.entry.fid, BCP_FID_LEN);
+	}
+	agent_rc_done(s->client, m->hdr.req_id, op, &o);
+}
+
+/* REBIND: each entry on its own; the reply has one status per entry. */
+static int session_rebind(struct agent_session *s, const struct bcp_msg *m,
+			  struct bcp_msg *rep, int32_t *st)
+{
+	struct bcp_rebind_one r;
+	uint32_t i;
+
+	if (!(s->features & BCP_FEAT_RESUME))
+		return -EOPNOTSUPP;
+	for (i = 0; i < m->u.rebind_req.count; i++) {
+		bcp_msg_rebind(m, i, &r);
+		st[i] = agent_store_rebind(s->store, r.handle, r.nlookup,
+					   r.fid);
+	}
+	rep->u.batch_rep.count = m->u.rebind_req.count;
+	rep->statuses = st;
+	return 0;
+}
+
 /* Serve one decoded request.  -EAGAIN: not now (backpressure). */
 static int session_dispatch(struct agent_session *s, struct bcp_msg *m,
 			    uint64_t t0)
@@ -760,12 +961,46 @@ static int session_dispatch(struct agent_session *s, struct bcp_msg *m,
 		     BCP_XATTR_LIST_MAX : BCP_READDIR_MAX];
 	struct bcp_msg rep;
 	uint64_t t1 = agent_now_ns();	/* the store's call begins */
-	int ret = 0;
+	struct agent_rc_outcome oc;
+	int32_t st_rebind[BCP_REBINDS_MAX];
+	int ret = 0, cached = 0, again = 0, found;
 	uint32_t i;
 
 	bcp_msg_init_reply(&rep, m, 0);
+	if ((m->hdr.flags & BCP_HF_REPLAY) &&
+	    !(s->features & BCP_FEAT_RESUME)) {
+		ret = -EOPNOTSUPP;
+		goto out_reply;
+	}
+	if (session_rc_op(m->hdr.opcode) && session_has_client(s)) {
+		found = AGENT_RC_NONE;
+		if (m->hdr.flags & BCP_HF_REPLAY)
+			found = agent_rc_find(s->client, m->hdr.req_id,
+					      m->hdr.opcode, &oc);
+		if (found == AGENT_RC_DONE) {
+			ret = session_rc_answer(s, m, &oc, &rep);
+			if (ret != -EAGAIN)
+				goto out_reply;
+			bcp_msg_init_reply(&rep, m, 0);
+		}
+		again = found != AGENT_RC_NONE;
+		/* it may have run: never truncate or fail on O_EXCL again */
+		if (again && m->hdr.opcode == BCP_OP_CREATE)
+			m->u.create_req.flags &= ~(uint32_t)(O_TRUNC | O_EXCL);
+		agent_rc_intent(s->client, m->hdr.req_id, m->hdr.opcode);
+		cached = 1;
+	}
 	switch (m->hdr.opcode) {
 	case BCP_OP_PING:
+		break;
+	case BCP_OP_REBIND:
+		ret = session_rebind(s, m, &rep, st_rebind);
+		break;
+	case BCP_OP_REOPEN:
+		ret = -EOPNOTSUPP;
+		if (s->features & BCP_FEAT_RESUME)
+			ret = agent_store_reopen(st, &m->u.reopen_req,
+						 &rep.u.open_rep);
 		break;
 	case BCP_OP_LOOKUP:
 		ret = agent_store_lookup(st, m->u.named_req.parent, m->name,
@@ -921,6 +1156,12 @@ static int session_dispatch(struct agent_session *s, struct bcp_msg *m,
 		agent_session_close(s, 0);
 		return 0;
 	}
+	if (again)
+		ret = session_rc_again(s, m, ret, &rep);
+	/* kept before the reply goes out: a replay finds it */
+	if (cached)
+		session_rc_record(s, m, ret, &rep);
+out_reply:
 	agent_stats_op(&s->w->stats, m->hdr.opcode, ret, t0);
 	agent_metrics_req(s->w, m->hdr.opcode, t0, t1);
 	if (ret < 0) {

@@ -29,19 +29,30 @@
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 
+#include "resume.h"
 #include "store.h"
 
 #define STORE_BUCKETS		4096
 #define STORE_COPY_MAX		(64ull << 20)	/* per COPY_FILE_RANGE */
+#define STORE_LRU_MIN		8	/* node descriptors a session caches */
 
+/*
+ * A node names its object by fid and holds a descriptor only while it is
+ * in the session's LRU (store_node_fd()); a node without a fid (handles
+ * off, another mount) is pinned: its descriptor is its only name.
+ */
 struct store_node {
 	uint64_t handle;
 	uint64_t dev, ino;
 	uint64_t nlookup;
 	uint32_t mode;			/* S_IFMT bits */
-	int fd;				/* O_PATH | O_NOFOLLOW */
+	int fd;				/* O_PATH, or -1 when not cached */
+	int pinned;			/* fd is kept for the node's life */
 	struct store_node *hnext;	/* by handle */
 	struct store_node *inext;	/* by (dev, ino) */
+	struct store_node *lru_prev;	/* cached descriptors, newest first */
+	struct store_node *lru_next;
+	uint8_t fid[BCP_FID_LEN];	/* sealed once, at creation */
 };
 
 /*
@@ -71,6 +82,8 @@ struct agent_store {
 	uint64_t nnodes;
 	struct store_node *by_handle[STORE_BUCKETS];
 	struct store_node *by_ino[STORE_BUCKETS];
+	struct store_node lru;		/* list head: lru_next is the newest */
+	unsigned int lru_len, lru_max;
 	struct agent_file **chunks;	/* FILE_CHUNK files each */
 	uint32_t nfiles, nchunks, free_head, live_files;
 	const struct agent_ident *ident;
@@ -266,6 +279,154 @@ static int store_openat2(struct agent_store *s, int dirfd, const char *name,
 }
 
 /*
+ * The LRU of node descriptors.  A descriptor is taken from the agent's
+ * budget when it enters and given back when it leaves; at --fd-cache
+ * entries the oldest leaves first.
+ */
+static void store_lru_unlink(struct agent_store *s, struct store_node *n)
+{
+	n->lru_prev->lru_next = n->lru_next;
+	n->lru_next->lru_prev = n->lru_prev;
+	n->lru_prev = n->lru_next = NULL;
+	s->lru_len--;
+}
+
+static void store_lru_front(struct agent_store *s, struct store_node *n)
+{
+	n->lru_next = s->lru.lru_next;
+	n->lru_prev = &s->lru;
+	s->lru.lru_next->lru_prev = n;
+	s->lru.lru_next = n;
+}
+
+static int store_lru_evict(struct agent_store *s)
+{
+	struct store_node *n = s->lru.lru_prev;
+
+	if (n == &s->lru)
+		return -ENFILE;
+	store_lru_unlink(s, n);
+	close(n->fd);
+	n->fd = -1;
+	agent_fd_give();
+	return 0;
+}
+
+/* Charge fd (ownership moves here) to the budget: pinned or cached. */
+static int store_node_hold(struct agent_store *s, struct store_node *n,
+			   int fd, int pinned)
+{
+	int ret;
+
+	if (!pinned && s->lru_len >= s->lru_max)
+		store_lru_evict(s);
+	while ((ret = agent_fd_take()) < 0) {
+		if (store_lru_evict(s) < 0) {
+			agent_warn_rl("the agent's descriptor budget (%ld) is "
+				      "spent", agent_fds_budget);
+			close(fd);
+			return ret;
+		}
+	}
+	n->fd = fd;
+	n->pinned = pinned;
+	if (!pinned) {
+		store_lru_front(s, n);
+		s->lru_len++;
+	}
+	return 0;
+}
+
+/*
+ * The node's O_PATH descriptor: the cached one (now the newest), or the
+ * object opened again by its fid.  It stays valid until the LRU has taken
+ * lru_max other descriptors (at least STORE_LRU_MIN), so one operation may
+ * use the descriptors of the two or three nodes it names; nothing keeps
+ * one beyond the operation (a pool call opens its own, store_reopen()).
+ * -ESTALE: the object is gone.
+ */
+static int store_node_fd(struct agent_store *s, struct store_node *n)
+{
+	int fd, ret;
+
+	if (n->fd >= 0) {
+		if (!n->pinned && s->lru.lru_next != n) {
+			n->lru_prev->lru_next = n->lru_next;
+			n->lru_next->lru_prev = n->lru_prev;
+			store_lru_front(s, n);
+		}
+		return n->fd;
+	}
+	fd = agent_fid_open(n->fid, O_PATH);
+	if (fd < 0)
+		return fd == -EMFILE || fd == -ENFILE ? -ENFILE : -ESTALE;
+	ret = store_node_hold(s, n, fd, 0);
+	return ret < 0 ? ret : fd;
+}
+
+/* The next handle value no node holds (REBIND installs any value). */
+static uint64_t store_handle_next(struct agent_store *s)
+{
+	while (s->next_handle < 2 || store_node_find(s, s->next_handle))
+		s->next_handle++;
+	return s->next_handle++;
+}
+
+/* A new node for the object x describes, under handle, holding fd. */
+static int store_node_new(struct agent_store *s, uint64_t handle,
+			  const struct statx *x, int fd,
+			  const uint8_t *fid, struct store_node **out)
+{
+	struct store_node *n;
+	unsigned int b;
+	int ret;
+
+	if (s->nnodes >= store_max_handles()) {
+		agent_warn_rl("handle limit (%u per session) reached",
+			      store_max_handles());
+		close(fd);
+		return -ENFILE;
+	}
+	n = calloc(1, sizeof(*n));
+	if (!n) {
+		close(fd);
+		return -ENOMEM;
+	}
+	if (fid)
+		memcpy(n->fid, fid, BCP_FID_LEN);
+	else
+		agent_fid_seal(fd, n->fid);
+	n->fd = -1;
+	ret = store_node_hold(s, n, fd, agent_fid_zero(n->fid));
+	if (ret < 0) {
+		free(n);
+		return ret;
+	}
+	n->handle = handle ? handle : store_handle_next(s);
+	n->dev = makedev(x->stx_dev_major, x->stx_dev_minor);
+	n->ino = x->stx_ino;
+	n->mode = x->stx_mode & S_IFMT;
+	b = store_hash((n->dev << 32) ^ n->ino);
+	n->inext = s->by_ino[b];
+	s->by_ino[b] = n;
+	b = store_hash(n->handle);
+	n->hnext = s->by_handle[b];
+	s->by_handle[b] = n;
+	s->nnodes++;
+	*out = n;
+	return 0;
+}
+
+static void store_entry_fill(const struct store_node *n,
+			     const struct statx *x, struct bcp_entry *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->handle = n->handle;
+	store_attr_fill(x, &out->attr);
+	memcpy(out->fid, n->fid, BCP_FID_LEN);
+}
+
+/*
  * Take a lookup reference on the inode behind fd (an O_PATH fd whose
  * ownership moves here): the existing node, or a new one.
  */
@@ -274,64 +435,36 @@ static int store_node_get(struct agent_store *s, int fd,
 {
 	struct store_node *n;
 	struct statx x;
-	unsigned int b;
+	uint64_t dev;
 	int ret;
 
 	ret = store_statx(s, fd, &x);
-	if (ret < 0)
-		goto out_close;
-	b = store_hash(((uint64_t)makedev(x.stx_dev_major, x.stx_dev_minor)
-			<< 32) ^ x.stx_ino);
-	for (n = s->by_ino[b]; n; n = n->inext) {
-		if (n->ino == x.stx_ino &&
-		    n->dev == makedev(x.stx_dev_major, x.stx_dev_minor))
+	if (ret < 0) {
+		close(fd);
+		return ret;
+	}
+	dev = makedev(x.stx_dev_major, x.stx_dev_minor);
+	for (n = s->by_ino[store_hash((dev << 32) ^ x.stx_ino)]; n;
+	     n = n->inext) {
+		if (n->ino == x.stx_ino && n->dev == dev)
 			break;
 	}
 	if (n) {
-		close(fd);
+		/* a fresh descriptor is as good as a reopened one */
+		if (n->fd < 0)
+			store_node_hold(s, n, fd, 0);
+		else
+			close(fd);
 		n->nlookup++;
 	} else {
-		if (s->nnodes >= store_max_handles()) {
-			agent_warn_rl("handle limit (%u per session) reached",
-				      store_max_handles());
-			ret = -ENFILE;
-			goto out_close;
-		}
-		ret = agent_fd_take();
-		if (ret < 0) {
-			agent_warn_rl("the agent's descriptor budget (%ld) is "
-				      "spent", agent_fds_budget);
-			goto out_close;
-		}
-		n = calloc(1, sizeof(*n));
-		if (!n) {
-			agent_fd_give();
-			ret = -ENOMEM;
-			goto out_close;
-		}
-		n->handle = s->next_handle++;
-		n->dev = makedev(x.stx_dev_major, x.stx_dev_minor);
-		n->ino = x.stx_ino;
-		n->mode = x.stx_mode & S_IFMT;
-		n->fd = fd;
+		ret = store_node_new(s, 0, &x, fd, NULL, &n);
+		if (ret < 0)
+			return ret;
 		n->nlookup = 1;
-		n->inext = s->by_ino[b];
-		s->by_ino[b] = n;
-		b = store_hash(n->handle);
-		n->hnext = s->by_handle[b];
-		s->by_handle[b] = n;
-		s->nnodes++;
 	}
-	if (out) {
-		memset(out, 0, sizeof(*out));
-		out->handle = n->handle;
-		store_attr_fill(&x, &out->attr);
-	}
+	if (out)
+		store_entry_fill(n, &x, out);
 	return 0;
-
-out_close:
-	close(fd);
-	return ret;
 }
 
 static void store_node_drop(struct agent_store *s, struct store_node *n)
@@ -352,8 +485,12 @@ static void store_node_drop(struct agent_store *s, struct store_node *n)
 			break;
 		}
 	}
-	close(n->fd);
-	agent_fd_give();
+	if (n->fd >= 0) {
+		if (!n->pinned)
+			store_lru_unlink(s, n);
+		close(n->fd);
+		agent_fd_give();
+	}
 	free(n);
 	s->nnodes--;
 }
@@ -373,12 +510,22 @@ struct agent_store *agent_store_create(int root_fd, struct agent_ring *r,
 	s->euid = geteuid();
 	s->next_handle = 2;	/* 0 = none, 1 = the FUSE root nodeid */
 	s->free_head = FILE_NONE;
+	s->lru.lru_next = s->lru.lru_prev = &s->lru;
+	s->lru_max = agent_cfg.fd_cache ? agent_cfg.fd_cache :
+					  AGENT_FD_CACHE_DEFAULT;
+	if (s->lru_max < STORE_LRU_MIN)
+		s->lru_max = STORE_LRU_MIN;
 	fd = fcntl(root_fd, F_DUPFD_CLOEXEC, 3);
 	if (fd < 0)
 		goto out_free;
 	if (store_node_get(s, fd, NULL) < 0)
 		goto out_free;
 	s->root = store_node_find(s, 2);
+	/* the root is always at hand: every name starts there */
+	if (!s->root->pinned) {
+		store_lru_unlink(s, s->root);
+		s->root->pinned = 1;
+	}
 	return s;
 
 out_free:
@@ -422,20 +569,28 @@ void agent_store_counts(const struct agent_store *s, uint64_t *handles,
 	*files = s->live_files;
 }
 
+/* The directory node and its descriptor (store_node_fd()), or -errno. */
 static int store_dir_node(struct agent_store *s, uint64_t handle,
 			  struct store_node **out)
 {
 	struct store_node *n = store_node_find(s, handle);
+	int fd;
 
 	if (!n)
 		return -ESTALE;
 	if (n->mode != S_IFDIR)
 		return -ENOTDIR;
+	fd = store_node_fd(s, n);
+	if (fd < 0)
+		return fd;
 	*out = n;
-	return 0;
+	return fd;
 }
 
-/* A checked, NUL-terminated copy of name and the directory it lives in. */
+/*
+ * A checked, NUL-terminated copy of name and the directory it lives in;
+ * returns the directory's descriptor.
+ */
 static int store_dir_entry(struct agent_store *s, uint64_t parent,
 			   const char *name, size_t len, char cname[256],
 			   struct store_node **dir)
@@ -470,7 +625,7 @@ int agent_store_lookup(struct agent_store *s, uint64_t parent,
 	ret = store_dir_entry(s, parent, name, len, cname, &p);
 	if (ret < 0)
 		return ret;
-	return store_lookup_fd(s, p->fd, cname, out);
+	return store_lookup_fd(s, ret, cname, out);
 }
 
 /* The file behind an fh, without taking a reference. */
@@ -502,7 +657,10 @@ int agent_store_getattr(struct agent_store *s, uint64_t handle, uint64_t fh,
 	} else if (!n) {
 		return -ESTALE;
 	}
-	ret = store_statx(s, f ? f->fd : n->fd, &x);
+	ret = f ? f->fd : store_node_fd(s, n);
+	if (ret < 0)
+		return ret;
+	ret = store_statx(s, ret, &x);
 	if (ret < 0)
 		return ret;
 	store_attr_fill(&x, out);
@@ -515,7 +673,7 @@ int agent_store_setattr(struct agent_store *s,
 	struct store_node *n = store_node_find(s, r->handle);
 	struct agent_file *f = NULL;
 	char proc[64];
-	int ret;
+	int nfd, ret;
 
 	if (!n)
 		return -ESTALE;
@@ -526,7 +684,10 @@ int agent_store_setattr(struct agent_store *s,
 		if (!f)
 			return -EBADF;
 	}
-	store_procpath(proc, sizeof(proc), n->fd);
+	nfd = store_node_fd(s, n);
+	if (nfd < 0)
+		return nfd;
+	store_procpath(proc, sizeof(proc), nfd);
 	/*
 	 * Owner first, then mode: chown(2) clears the set-ID bits of what is
 	 * not a directory, and a mode given in the same request is final.
@@ -537,7 +698,7 @@ int agent_store_setattr(struct agent_store *s,
 		gid_t gid = (r->valid & BCP_SETATTR_GID) ?
 			    store_map_id(s, r->gid, 1) : (gid_t)-1;
 
-		if (fchownat(n->fd, "", uid, gid,
+		if (fchownat(nfd, "", uid, gid,
 			     AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
 			return -errno;
 	}
@@ -551,7 +712,7 @@ int agent_store_setattr(struct agent_store *s,
 			struct statx x;
 
 			/* no set-ID-root program made by a squashed host */
-			ret = store_statx(s, n->fd, &x);
+			ret = store_statx(s, nfd, &x);
 			if (ret < 0)
 				return ret;
 			if (x.stx_uid == 0)
@@ -571,11 +732,11 @@ int agent_store_setattr(struct agent_store *s,
 		 * ctime and, done by root, nothing else (a chown(-1, -1)
 		 * would clear set-ID bits the host did not ask to clear).
 		 */
-		ret = store_statx(s, n->fd, &x);
+		ret = store_statx(s, nfd, &x);
 		if (ret < 0)
 			return ret;
 		if (n->mode == S_IFLNK)
-			ret = fchownat(n->fd, "", (uid_t)-1, (gid_t)-1,
+			ret = fchownat(nfd, "", (uid_t)-1, (gid_t)-1,
 				       AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
 		else
 			ret = chmod(proc, x.stx_mode & 07777);
@@ -619,7 +780,7 @@ int agent_store_setattr(struct agent_store *s,
 		if (f)
 			ret = futimens(f->fd, ts);
 		else if (n->mode == S_IFLNK)
-			ret = utimensat(n->fd, "", ts,
+			ret = utimensat(nfd, "", ts,
 					AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW);
 		else
 			ret = utimensat(AT_FDCWD, proc, ts, 0);
@@ -648,7 +809,10 @@ static int store_own_new(struct agent_store *s, struct store_node *parent,
 		return 0;
 	uid = store_map_id(s, uid, 0);
 	gid = store_map_id(s, gid, 1);
-	ret = store_statx(s, parent->fd, &x);
+	ret = store_node_fd(s, parent);
+	if (ret < 0)
+		return ret;
+	ret = store_statx(s, ret, &x);
 	if (ret < 0)
 		return ret;
 	if (x.stx_mode & S_ISGID)
@@ -708,9 +872,47 @@ static int store_file_grow(struct agent_store *s)
 	return 0;
 }
 
-/* Takes ownership of fd on success (counted in the descriptor budget). */
+/* Add free slots to the table until slot idx exists. */
+static int store_file_extend(struct agent_store *s, uint32_t idx)
+{
+	struct agent_file *f;
+	int ret;
+
+	while (s->nfiles <= idx) {
+		ret = store_file_grow(s);
+		if (ret < 0)
+			return ret;
+		f = store_file_at(s, s->nfiles);
+		f->idx = s->nfiles;
+		f->fd = -1;
+		f->gen = 0;
+		f->next_free = s->free_head;
+		s->free_head = s->nfiles++;
+	}
+	return 0;
+}
+
+/* Take slot idx off the free list: -EEXIST when it is not there (used). */
+static int store_file_claim(struct agent_store *s, uint32_t idx)
+{
+	uint32_t *pp = &s->free_head;
+
+	while (*pp != FILE_NONE) {
+		if (*pp == idx) {
+			*pp = store_file_at(s, idx)->next_free;
+			return 0;
+		}
+		pp = &store_file_at(s, *pp)->next_free;
+	}
+	return -EEXIST;
+}
+
+/*
+ * Takes ownership of fd on success (counted in the descriptor budget).
+ * want: 0 for any slot, or the fh value to install (REOPEN).
+ */
 static int store_file_new(struct agent_store *s, int fd, int dir,
-			  uint64_t *fh)
+			  uint64_t want, uint64_t *fh)
 {
 	struct agent_file *f;
 	uint32_t idx;
@@ -727,7 +929,18 @@ static int store_file_new(struct agent_store *s, int fd, int dir,
 			      agent_fds_budget);
 		return ret;
 	}
-	if (s->free_head != FILE_NONE) {
+	if (want) {
+		idx = (uint32_t)(want & 0xffffffffu) - 1;
+		ret = store_file_extend(s, idx);
+		if (ret == 0)
+			ret = store_file_claim(s, idx);
+		if (ret < 0) {
+			agent_fd_give();
+			return ret;
+		}
+		/* the gen++ below gives the fh its old generation */
+		store_file_at(s, idx)->gen = (uint32_t)(want >> 32) - 1;
+	} else if (s->free_head != FILE_NONE) {
 		idx = s->free_head;
 		s->free_head = store_file_at(s, idx)->next_free;
 	} else {
@@ -747,6 +960,8 @@ static int store_file_new(struct agent_store *s, int fd, int dir,
 	f->io_inline = AGENT_INLINE_UNKNOWN;
 	f->refs = 1;
 	f->gen++;
+	if (f->gen == 0)
+		f->gen = 1;	/* an fh is never 0 in its high half either */
 	f->next_free = FILE_NONE;
 	s->live_files++;
 	*fh = ((uint64_t)f->gen << 32) | (idx + 1);
@@ -784,12 +999,12 @@ int agent_store_create_file(struct agent_store *s,
 	struct statx x;
 	char cname[256];
 	uint64_t fh;
-	int fd, pfd, ret;
+	int fd, pfd, dfd, ret;
 
-	ret = store_dir_entry(s, r->parent, name, r->name_len, cname, &p);
-	if (ret < 0)
-		return ret;
-	fd = store_openat2(s, p->fd, cname, flags | O_CREAT | O_EXCL |
+	dfd = store_dir_entry(s, r->parent, name, r->name_len, cname, &p);
+	if (dfd < 0)
+		return dfd;
+	fd = store_openat2(s, dfd, cname, flags | O_CREAT | O_EXCL |
 			   O_NOFOLLOW, mode, RESOLVE_NO_SYMLINKS);
 	if (fd >= 0) {
 		/* ours and new: name it by the open file, not the name */
@@ -808,7 +1023,10 @@ int agent_store_create_file(struct agent_store *s,
 		 * It exists: open what is there only if it is a regular
 		 * file, and exactly the inode that was checked.
 		 */
-		pfd = store_openat2(s, p->fd, cname, O_PATH | O_NOFOLLOW, 0,
+		dfd = store_node_fd(s, p);
+		if (dfd < 0)
+			return dfd;
+		pfd = store_openat2(s, dfd, cname, O_PATH | O_NOFOLLOW, 0,
 				    RESOLVE_NO_SYMLINKS);
 		if (pfd < 0)
 			return pfd;
@@ -827,7 +1045,7 @@ int agent_store_create_file(struct agent_store *s,
 	ret = store_node_get(s, pfd, &e);
 	if (ret < 0)
 		goto out_close;
-	ret = store_file_new(s, fd, 0, &fh);
+	ret = store_file_new(s, fd, 0, 0, &fh);
 	if (ret < 0) {
 		agent_store_forget(s, e.handle, 1);
 		goto out_close;
@@ -855,7 +1073,10 @@ static int store_made(struct agent_store *s, struct store_node *p,
 	struct statx x;
 	int fd, ret;
 
-	fd = store_openat2(s, p->fd, cname, O_PATH | O_NOFOLLOW, 0,
+	fd = store_node_fd(s, p);
+	if (fd < 0)
+		return fd;
+	fd = store_openat2(s, fd, cname, O_PATH | O_NOFOLLOW, 0,
 			   RESOLVE_NO_SYMLINKS);
 	if (fd < 0)
 		return fd;
@@ -888,7 +1109,7 @@ int agent_store_mkdir(struct agent_store *s, const struct bcp_mkdir_req *r,
 	if (ret < 0)
 		return ret;
 	sqe = store_meta_sqe(s, &own);
-	io_uring_prep_mkdirat(sqe, p->fd, cname,
+	io_uring_prep_mkdirat(sqe, ret, cname,
 			      (r->mode & ~r->umask) & 07777);
 	ret = store_meta_run(s, sqe);
 	if (ret < 0)
@@ -923,7 +1144,7 @@ int agent_store_mknod(struct agent_store *s, const struct bcp_mknod_req *r,
 	ret = store_dir_node(s, r->parent, &p);
 	if (ret < 0)
 		return ret;
-	if (mknodat(p->fd, cname, (r->mode & S_IFMT) |
+	if (mknodat(ret, cname, (r->mode & S_IFMT) |
 		    ((r->mode & ~r->umask) & 07777), (dev_t)r->rdev) < 0)
 		return -errno;
 	return store_made(s, p, cname, r->mode & S_IFMT, r->uid, r->gid,
@@ -954,7 +1175,7 @@ int agent_store_symlink(struct agent_store *s,
 	if (!t)
 		return -ENOMEM;
 	sqe = store_meta_sqe(s, &own);
-	io_uring_prep_symlinkat(sqe, t, p->fd, cname);
+	io_uring_prep_symlinkat(sqe, t, ret, cname);
 	ret = store_meta_run(s, sqe);
 	free(t);
 	if (ret < 0)
@@ -972,7 +1193,10 @@ int agent_store_readlink(struct agent_store *s, uint64_t handle, char *buf,
 		return -ESTALE;
 	if (n->mode != S_IFLNK)
 		return -EINVAL;
-	len = readlinkat(n->fd, "", buf, cap);
+	len = store_node_fd(s, n);
+	if (len < 0)
+		return (int)len;
+	len = readlinkat((int)len, "", buf, cap);
 	if (len < 0)
 		return -errno;
 	return (int)len;
@@ -985,7 +1209,7 @@ int agent_store_link(struct agent_store *s, const struct bcp_link_req *r,
 	struct io_uring_sqe own, *sqe;
 	struct store_node *p;
 	char cname[256], proc[64];
-	int ret;
+	int dfd, ret;
 
 	ret = store_name(name, r->name_len, cname);
 	if (ret < 0)
@@ -994,17 +1218,20 @@ int agent_store_link(struct agent_store *s, const struct bcp_link_req *r,
 		return -ESTALE;
 	if (n->mode == S_IFDIR)
 		return -EPERM;
-	ret = store_dir_node(s, r->newparent, &p);
+	ret = store_node_fd(s, n);
 	if (ret < 0)
 		return ret;
-	store_procpath(proc, sizeof(proc), n->fd);
+	store_procpath(proc, sizeof(proc), ret);
+	dfd = store_dir_node(s, r->newparent, &p);
+	if (dfd < 0)
+		return dfd;
 	sqe = store_meta_sqe(s, &own);
-	io_uring_prep_linkat(sqe, AT_FDCWD, proc, p->fd, cname,
+	io_uring_prep_linkat(sqe, AT_FDCWD, proc, dfd, cname,
 			     AT_SYMLINK_FOLLOW);
 	ret = store_meta_run(s, sqe);
 	if (ret < 0)
 		return ret;
-	return store_lookup_fd(s, p->fd, cname, out);
+	return store_lookup_fd(s, store_node_fd(s, p), cname, out);
 }
 
 int agent_store_unlink(struct agent_store *s, uint64_t parent,
@@ -1019,7 +1246,7 @@ int agent_store_unlink(struct agent_store *s, uint64_t parent,
 	if (ret < 0)
 		return ret;
 	sqe = store_meta_sqe(s, &own);
-	io_uring_prep_unlinkat(sqe, p->fd, cname, rmdir ? AT_REMOVEDIR : 0);
+	io_uring_prep_unlinkat(sqe, ret, cname, rmdir ? AT_REMOVEDIR : 0);
 	return store_meta_run(s, sqe);
 }
 
@@ -1029,7 +1256,7 @@ int agent_store_rename(struct agent_store *s, const struct bcp_rename_req *r,
 	struct io_uring_sqe own, *sqe;
 	struct store_node *p, *np;
 	char cname[256], cnew[256];
-	int ret;
+	int nfd, ret;
 
 	if (r->flags & ~(BCP_RENAME_NOREPLACE | BCP_RENAME_EXCHANGE) ||
 	    r->flags == (BCP_RENAME_NOREPLACE | BCP_RENAME_EXCHANGE))
@@ -1040,24 +1267,25 @@ int agent_store_rename(struct agent_store *s, const struct bcp_rename_req *r,
 	ret = store_name(newname, r->newname_len, cnew);
 	if (ret < 0)
 		return ret;
+	nfd = store_dir_node(s, r->newparent, &np);
+	if (nfd < 0)
+		return nfd;
+	/* nfd is the newest descriptor: taking one more keeps it open */
 	ret = store_dir_node(s, r->parent, &p);
 	if (ret < 0)
 		return ret;
-	ret = store_dir_node(s, r->newparent, &np);
-	if (ret < 0)
-		return ret;
 	sqe = store_meta_sqe(s, &own);
-	io_uring_prep_renameat(sqe, p->fd, cname, np->fd, cnew, r->flags);
+	io_uring_prep_renameat(sqe, ret, cname, nfd, cnew, r->flags);
 	return store_meta_run(s, sqe);
 }
 
-int agent_store_open(struct agent_store *s, uint64_t handle, uint32_t flags,
-		     int dir, struct bcp_open_rep *out)
+/* A new descriptor on handle's object, as OPEN or OPENDIR opens it. */
+static int store_open_node(struct agent_store *s, uint64_t handle,
+			   uint32_t flags, int dir)
 {
 	struct store_node *n = store_node_find(s, handle);
 	char proc[64];
-	uint64_t fh;
-	int fd, ret;
+	int fd;
 
 	if (!n)
 		return -ESTALE;
@@ -1067,14 +1295,27 @@ int agent_store_open(struct agent_store *s, uint64_t handle, uint32_t flags,
 		return -EISDIR;
 	if (!dir && n->mode != S_IFREG)
 		return n->mode == S_IFLNK ? -ELOOP : -ENXIO;
-	store_procpath(proc, sizeof(proc), n->fd);
+	fd = store_node_fd(s, n);
+	if (fd < 0)
+		return fd;
+	store_procpath(proc, sizeof(proc), fd);
 	if (dir)
 		fd = open(proc, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	else
 		fd = open(proc, (int)(flags & STORE_OPEN_FLAGS) | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int agent_store_open(struct agent_store *s, uint64_t handle, uint32_t flags,
+		     int dir, struct bcp_open_rep *out)
+{
+	uint64_t fh;
+	int fd, ret;
+
+	fd = store_open_node(s, handle, flags, dir);
 	if (fd < 0)
-		return -errno;
-	ret = store_file_new(s, fd, dir, &fh);
+		return fd;
+	ret = store_file_new(s, fd, dir, 0, &fh);
 	if (ret < 0) {
 		close(fd);
 		return ret;
@@ -1082,6 +1323,87 @@ int agent_store_open(struct agent_store *s, uint64_t handle, uint32_t flags,
 	memset(out, 0, sizeof(*out));
 	out->fh = fh;
 	return 0;
+}
+
+int agent_store_reopen(struct agent_store *s, const struct bcp_reopen_req *r,
+		       struct bcp_open_rep *out)
+{
+	uint32_t idx = (uint32_t)(r->fh & 0xffffffffu);
+	uint64_t fh;
+	int fd, ret;
+
+	if (idx == 0 || (r->fh >> 32) == 0 || idx > store_max_files() ||
+	    r->dir > 1)
+		return -EINVAL;
+	if (idx <= s->nfiles && store_file_at(s, idx - 1)->fd >= 0)
+		return -EEXIST;
+	/* what the first OPEN did is done: never truncate or create again */
+	fd = store_open_node(s, r->handle, r->flags & ~(uint32_t)O_TRUNC,
+			     (int)r->dir);
+	if (fd < 0)
+		return fd;
+	ret = store_file_new(s, fd, (int)r->dir, r->fh, &fh);
+	if (ret < 0) {
+		close(fd);
+		return ret;
+	}
+	memset(out, 0, sizeof(*out));
+	out->fh = fh;
+	return 0;
+}
+
+int agent_store_rebind(struct agent_store *s, uint64_t handle,
+		       uint64_t nlookup, const uint8_t fid[BCP_FID_LEN])
+{
+	struct store_node *n;
+	struct statx x;
+	uint64_t dev;
+	int fd, ret;
+
+	if (handle < 2 || nlookup == 0)
+		return -EINVAL;
+	fd = agent_fid_open(fid, O_PATH);
+	if (fd < 0)
+		return fd == -EMFILE || fd == -ENFILE ? -ENFILE : -ESTALE;
+	ret = store_statx(s, fd, &x);
+	if (ret < 0) {
+		close(fd);
+		return -ESTALE;
+	}
+	dev = makedev(x.stx_dev_major, x.stx_dev_minor);
+	n = store_node_find(s, handle);
+	if (n) {
+		close(fd);
+		if (n->dev != dev || n->ino != x.stx_ino)
+			return -EEXIST;
+		if (n != s->root)
+			n->nlookup = n->nlookup + nlookup < n->nlookup ?
+				     UINT64_MAX : n->nlookup + nlookup;
+		return 0;
+	}
+	/*
+	 * Another handle of this session may name the object already (a
+	 * host that had two handles for it, or that looked it up again
+	 * before rebinding): this one becomes a second node of its own, so
+	 * each handle is counted and forgotten on its own.
+	 */
+	ret = store_node_new(s, handle, &x, fd, fid, &n);
+	if (ret < 0)
+		return ret;
+	n->nlookup = nlookup;
+	return 0;
+}
+
+int agent_store_fid_entry(struct agent_store *s,
+			  const uint8_t fid[BCP_FID_LEN],
+			  struct bcp_entry *out)
+{
+	int fd;
+
+	fd = agent_fid_open(fid, O_PATH);
+	if (fd < 0)
+		return fd == -EMFILE || fd == -ENFILE ? -ENFILE : -ESTALE;
+	return store_node_get(s, fd, out);
 }
 
 int agent_store_release(struct agent_store *s, uint64_t handle, uint64_t fh,
@@ -1144,9 +1466,14 @@ int agent_store_statfs(struct agent_store *s, uint64_t handle,
 	struct store_node *n = store_node_find(s, handle);
 	struct statfs sf;
 
+	int fd;
+
 	if (!n)
 		return -ESTALE;
-	if (fstatfs(n->fd, &sf) < 0)
+	fd = store_node_fd(s, n);
+	if (fd < 0)
+		return fd;
+	if (fstatfs(fd, &sf) < 0)
 		return -errno;
 	memset(out, 0, sizeof(*out));
 	out->blocks = sf.f_blocks;
@@ -1189,7 +1516,10 @@ static int store_xattr_node(struct agent_store *s, uint64_t handle,
 		memcpy(cname, name, nlen);
 		cname[nlen] = '\0';
 	}
-	store_procpath(proc, 64, n->fd);
+	ret = store_node_fd(s, n);
+	if (ret < 0)
+		return ret;
+	store_procpath(proc, 64, ret);
 	*out = n;
 	return 0;
 }
@@ -1358,7 +1688,11 @@ static int store_call_fsync(struct agent_store *s,
 	if (n->mode != S_IFDIR && n->mode != S_IFREG)
 		return -EINVAL;
 	(void)dir;
-	fd = store_reopen(n->fd, O_RDONLY);
+	fd = store_node_fd(s, n);
+	if (fd < 0)
+		return fd;
+	/* its own descriptor: the LRU may close the node's meanwhile */
+	fd = store_reopen(fd, O_RDONLY);
 	if (fd < 0)
 		return fd;
 	c->fd = fd;

@@ -3,8 +3,11 @@
  * store.h - the posix backend: a session's view of the data root.
  *
  * Each session owns one struct agent_store: its handle table (handle ->
- * O_PATH fd + lookup count, hashed both by handle and by (dev, ino), so a
- * backing inode always has one handle) and its open files (fh).  Every name
+ * fid + lookup count, hashed both by handle and by (dev, ino), so a
+ * backing inode has one handle unless REBIND installed a second one), an
+ * LRU of at most --fd-cache O_PATH descriptors of recently used nodes (a
+ * node out of it is opened again by its fid; a node without a fid keeps
+ * its descriptor) and its open files (fh).  Every name
  * is resolved beneath the O_PATH fd of its parent with openat2(2) and
  * RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS, so neither
  * "..", an absolute name nor a symlink leads out of the root.  Metadata
@@ -60,6 +63,27 @@ int agent_store_open(struct agent_store *s, uint64_t handle, uint32_t flags,
 		     int dir, struct bcp_open_rep *out);
 int agent_store_release(struct agent_store *s, uint64_t handle, uint64_t fh,
 			int dir);
+
+/*
+ * REOPEN: open r->handle again (r->dir: as OPENDIR; else as OPEN, never
+ * truncating) under exactly the fh value r->fh.  -EEXIST when that fh is
+ * in use, -EINVAL when it cannot be one (index 0 or past --max-files,
+ * generation 0), else as OPEN.
+ */
+int agent_store_reopen(struct agent_store *s, const struct bcp_reopen_req *r,
+		       struct bcp_open_rep *out);
+/*
+ * REBIND one entry: install handle (>= 2) with nlookup references on the
+ * object fid names.  0 (also when handle already names that object: the
+ * references add up), -ESTALE (fid not this agent's, object gone),
+ * -EEXIST (handle names another object), -ENFILE (limits), -EINVAL.
+ */
+int agent_store_rebind(struct agent_store *s, uint64_t handle,
+		       uint64_t nlookup, const uint8_t fid[BCP_FID_LEN]);
+/* An entry (one lookup reference) for the object fid names; -ESTALE. */
+int agent_store_fid_entry(struct agent_store *s,
+			  const uint8_t fid[BCP_FID_LEN],
+			  struct bcp_entry *out);
 int agent_store_statfs(struct agent_store *s, uint64_t handle,
 		       struct bcp_statfs_rep *out);
 int agent_store_setxattr(struct agent_store *s, uint64_t handle,

@@ -111,6 +111,8 @@ struct agent_session {
 	uint64_t t_start;
 	uint8_t nonce_c[BCP_NONCE_LEN], nonce_s[BCP_NONCE_LEN];
 	uint64_t features;
+	/* HELLO's client id: keys the reply cache; all zeros: none */
+	uint8_t client[BCP_CLIENT_ID_LEN];
 	struct agent_tag tag, data_tag;
 	struct agent_store *store;
 	struct bcp_xsrv *xsrv;

@@ -658,3 +658,41 @@ int t_raw_recv(int fd, struct bcp_msg *rep, void *buf, size_t cap,
 		       bcp_err_str(why));
 	return 0;
 }
+
+int t_raw_handshake_client(int fd, const char *secret,
+			   const uint8_t client[BCP_CLIENT_ID_LEN],
+			   uint64_t *root, struct bcp_hello_rep *hello)
+{
+	uint8_t buf[512], nc[BCP_NONCE_LEN], ns[BCP_NONCE_LEN];
+	struct bcp_msg m, rep;
+	const char *key = secret ? secret : "";
+	int ret;
+
+	bcp_random(nc, sizeof(nc));
+	bcp_msg_init(&m, BCP_OP_HELLO, 1);
+	m.u.hello_req.ver_min = BCP_VERSION_MIN;
+	m.u.hello_req.ver_max = BCP_VERSION_MAX;
+	m.u.hello_req.features = BCP_FEAT_ALL;
+	memcpy(m.u.hello_req.nonce, nc, sizeof(nc));
+	memcpy(m.u.hello_req.client, client, BCP_CLIENT_ID_LEN);
+	ret = t_raw_call(fd, &m, &rep, buf, sizeof(buf));
+	if (ret < 0)
+		return ret;
+	if (hello)
+		*hello = rep.u.hello_rep;
+	memcpy(ns, rep.u.hello_rep.nonce, sizeof(ns));
+	bcp_msg_init(&m, BCP_OP_AUTH, 2);
+	bcp_auth_mac(key, strlen(key), BCP_AUTH_LABEL_CLIENT, ns, sizeof(ns),
+		     nc, sizeof(nc), m.u.auth_req.mac);
+	ret = t_raw_call(fd, &m, &rep, buf, sizeof(buf));
+	if (ret < 0)
+		return ret;
+	if (root)
+		*root = rep.u.auth_rep.root;
+	return 0;
+}
+
+void t_agent_current(struct t_agent *a)
+{
+	t_current = a;
+}

@@ -113,4 +113,17 @@ int t_raw_send(int fd, struct bcp_msg *m);
 int t_raw_recv(int fd, struct bcp_msg *rep, void *buf, size_t cap,
 	       int timeout_ms);
 
+/*
+ * t_raw_handshake() with HELLO's client id set (resuming hosts): the
+ * client's id keys the agent's reply cache.
+ */
+int t_raw_handshake_client(int fd, const char *secret,
+			   const uint8_t client[BCP_CLIENT_ID_LEN],
+			   uint64_t *root, struct bcp_hello_rep *hello);
+/*
+ * The agent t_fail() and t_hard() clean up (t_agent_init() makes it the
+ * last one prepared): a test that runs two agents names the one to keep.
+ */
+void t_agent_current(struct t_agent *a);
+
 #endif /* TESTS_AGENT_HARNESS_H */
