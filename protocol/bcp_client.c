@@ -1999,8 +1999,9 @@ static int client_start_threads(struct bcp_client *c)
 	return ret ? ret : bcp_client_xfer_start(c);
 }
 
-int bcp_client_connect(const struct bcp_client_opts *o,
-		       struct bcp_client **out, char *err, size_t errlen)
+static int client_connect_once(const struct bcp_client_opts *o,
+			       struct bcp_client **out, char *err,
+			       size_t errlen)
 {
 	enum bcp_transport t;
 	struct bcp_client *c;
@@ -2134,6 +2135,31 @@ out_nomem:
 out_free:
 	client_free(c);
 	return ret;
+}
+
+/* Handshakes cut short, tried again with reconnect: 50 ms doubling, 3 s. */
+#define BCP_CLIENT_CONNECT_TRIES	6
+
+int bcp_client_connect(const struct bcp_client_opts *o,
+		       struct bcp_client **out, char *err, size_t errlen)
+{
+	int ret, i;
+
+	/*
+	 * An agent under a flood of half-open handshakes drops the oldest
+	 * to make room: with reconnect, a connection closed during the
+	 * handshake is worth a few more tries.  Anything else (no agent, a
+	 * wrong secret, no common version) is said at once.
+	 */
+	for (i = 0;; i++) {
+		ret = client_connect_once(o, out, err, errlen);
+		if (ret != -ECONNRESET || !o || o->reconnect_timeout_ms <= 0 ||
+		    i + 1 >= BCP_CLIENT_CONNECT_TRIES)
+			return ret;
+		bcp_client_logf(LOG_DEBUG, "%s; trying again",
+				err ? err : "handshake cut short");
+		usleep(50000u << i);
+	}
 }
 
 void bcp_client_destroy(struct bcp_client *c)
