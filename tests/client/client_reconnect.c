@@ -9,6 +9,12 @@
  * fail with EIO at once, and an agent that comes back later ends the
  * outage.  Run over unix + shm and tcp + tcp data.
  *
+ * A request whose reply is lost is answered once: through a proxy that
+ * passes a MKDIR to the agent and cuts every connection when the reply
+ * comes back, the client connects again and replays the MKDIR, which the
+ * agent answers from its reply cache (success, the same handle), not with
+ * EEXIST.
+ *
  * The resume callback puts the test file back: REBIND + REOPEN when the
  * agent offers BCP_FEAT_RESUME, otherwise LOOKUP + OPEN of the same name
  * in a fresh agent, which hands out the same handle and fh values as the
@@ -20,8 +26,10 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -576,6 +584,202 @@ static void run_timeout(const char *addr, enum bcp_transport t)
 	bcp_client_destroy(c);
 }
 
+
+/* ---- a proxy that loses one reply --------------------------------------- */
+
+#define PX_MAX		8
+
+struct proxy {
+	int lfd;
+	unsigned short port, to_port;
+	pthread_t th;
+	pthread_mutex_t lock;
+	int cut;		/* lock: drop the next reply, close all */
+	int cuts;		/* lock: how many times it did */
+	int stop;
+	int cfd[PX_MAX], afd[PX_MAX];
+	int n;
+};
+
+static void px_close_all(struct proxy *p)
+{
+	int i;
+
+	for (i = 0; i < p->n; i++) {
+		close(p->cfd[i]);
+		close(p->afd[i]);
+	}
+	p->n = 0;
+}
+
+static void *px_main(void *arg)
+{
+	struct proxy *p = arg;
+	struct pollfd pf[1 + 2 * PX_MAX];
+	struct sockaddr_in sa;
+	char buf[65536];
+	int i, n, fd, afd, cut;
+	ssize_t r;
+
+	for (;;) {
+		pthread_mutex_lock(&p->lock);
+		if (p->stop) {
+			pthread_mutex_unlock(&p->lock);
+			break;
+		}
+		pthread_mutex_unlock(&p->lock);
+		pf[0].fd = p->lfd;
+		pf[0].events = POLLIN;
+		for (i = 0; i < p->n; i++) {
+			pf[1 + 2 * i].fd = p->cfd[i];
+			pf[1 + 2 * i].events = POLLIN;
+			pf[2 + 2 * i].fd = p->afd[i];
+			pf[2 + 2 * i].events = POLLIN;
+		}
+		n = poll(pf, (nfds_t)(1 + 2 * p->n), 50);
+		if (n <= 0)
+			continue;
+		if (pf[0].revents & POLLIN) {
+			fd = accept4(p->lfd, NULL, NULL, SOCK_CLOEXEC);
+			afd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+			memset(&sa, 0, sizeof(sa));
+			sa.sin_family = AF_INET;
+			sa.sin_port = htons(p->to_port);
+			sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+			if (fd < 0 || afd < 0 || p->n == PX_MAX ||
+			    connect(afd, (struct sockaddr *)&sa,
+				    sizeof(sa)) < 0) {
+				if (fd >= 0)
+					close(fd);
+				if (afd >= 0)
+					close(afd);
+			} else {
+				p->cfd[p->n] = fd;
+				p->afd[p->n] = afd;
+				p->n++;
+			}
+			continue;
+		}
+		for (i = 0; i < p->n; i++) {
+			if (pf[1 + 2 * i].revents) {
+				r = read(p->cfd[i], buf, sizeof(buf));
+				if (r <= 0 || write(p->afd[i], buf,
+						    (size_t)r) != r) {
+					px_close_all(p);
+					break;
+				}
+			}
+			if (pf[2 + 2 * i].revents) {
+				r = read(p->afd[i], buf, sizeof(buf));
+				pthread_mutex_lock(&p->lock);
+				cut = p->cut && r > 0;
+				if (cut) {
+					p->cut = 0;
+					p->cuts++;
+				}
+				pthread_mutex_unlock(&p->lock);
+				if (cut || r <= 0 ||
+				    write(p->cfd[i], buf, (size_t)r) != r) {
+					/* the reply read here is lost */
+					px_close_all(p);
+					break;
+				}
+			}
+		}
+	}
+	px_close_all(p);
+	return NULL;
+}
+
+static int px_start(struct proxy *p, unsigned short to_port)
+{
+	struct sockaddr_in sa;
+	socklen_t len = sizeof(sa);
+
+	memset(p, 0, sizeof(*p));
+	pthread_mutex_init(&p->lock, NULL);
+	p->to_port = to_port;
+	p->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (p->lfd < 0 || bind(p->lfd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    listen(p->lfd, 16) ||
+	    getsockname(p->lfd, (struct sockaddr *)&sa, &len))
+		return TH_HARD;
+	p->port = ntohs(sa.sin_port);
+	return pthread_create(&p->th, NULL, px_main, p) ? TH_HARD : 0;
+}
+
+static void px_stop(struct proxy *p)
+{
+	pthread_mutex_lock(&p->lock);
+	p->stop = 1;
+	pthread_mutex_unlock(&p->lock);
+	pthread_join(p->th, NULL);
+	close(p->lfd);
+}
+
+static int mkdir_root(struct bcp_client *c, const char *name,
+		      uint64_t *handle)
+{
+	uint8_t rbuf[1024];
+	struct bcp_msg req, rep;
+	int ret;
+
+	bcp_msg_init(&req, BCP_OP_MKDIR, 0);
+	req.u.mkdir_req.parent = bcp_client_root(c);
+	req.u.mkdir_req.mode = 0755;
+	req.u.mkdir_req.name_len = (uint32_t)strlen(name);
+	req.name = name;
+	ret = bcp_client_call(c, &req, &rep, rbuf, sizeof(rbuf));
+	if (ret == 0)
+		*handle = rep.u.entry_rep.entry.handle;
+	return ret;
+}
+
+/* A MKDIR whose reply is lost is replayed and answered once. */
+static void run_replay(void)
+{
+	struct tfile tf = { 0 };
+	struct bcp_client *c;
+	struct proxy px;
+	uint64_t h = 0, h2 = 0;
+	char addr[64], name[32];
+	int ret;
+
+	th_agent_kill(&agent);
+	if (agent_restart(&agent) || px_start(&px, agent.port))
+		exit(TH_HARD);
+	snprintf(addr, sizeof(addr), "tcp://127.0.0.1:%u", px.port);
+	snprintf(tf.name, sizeof(tf.name), "data-replay");
+	if (client_open(addr, BCP_XFER_TCP, 30000, &tf, &c) < 0) {
+		th_failed++;
+		px_stop(&px);
+		return;
+	}
+	TH_CHECK(tfile_create(c, &tf) == 0, "create %s", tf.name);
+	if (!(bcp_client_hello(c)->features & BCP_FEAT_RESUME)) {
+		printf("replay: the agent has no reply cache; not tested\n");
+		goto out;
+	}
+	snprintf(name, sizeof(name), "replayed-%d", (int)getpid());
+	pthread_mutex_lock(&px.lock);
+	px.cut = 1;
+	pthread_mutex_unlock(&px.lock);
+	ret = mkdir_root(c, name, &h);
+	TH_CHECK(px.cuts == 1, "the proxy cut %d times", px.cuts);
+	TH_CHECK(ret == 0, "MKDIR whose reply was lost: %d, expected 0", ret);
+	TH_CHECK(tf.resumes >= 1, "no resume ran");
+	ret = mkdir_root(c, name, &h2);
+	TH_CHECK(ret == -EEXIST, "a second MKDIR: %d, expected -EEXIST", ret);
+	printf("replay: MKDIR answered once (handle %llu)\n",
+	       (unsigned long long)h);
+out:
+	bcp_client_destroy(c);
+	px_stop(&px);
+}
+
 int main(void)
 {
 	int ret;
@@ -589,6 +793,7 @@ int main(void)
 	run_restart(agent.tcp_addr, BCP_XFER_TCP);
 	run_timeout(agent.unix_addr, BCP_XFER_SHM);
 	run_timeout(agent.tcp_addr, BCP_XFER_TCP);
+	run_replay();
 	if (th_agent_stop(&agent))
 		th_failed++;
 	if (th_failed) {
