@@ -34,8 +34,20 @@
  * late success must be undone (FORGET of the handle it returned, RELEASE
  * of the file it opened) or the agent keeps both for the session's life.
  *
- * Lock order: qlock, then wlock.  send_lock and the pool lock are leaves.
- * done() callbacks run with no lock held.
+ * Reconnect (opts.reconnect_timeout_ms > 0): a lost connection pauses the
+ * session instead of failing it (client_pause).  A fourth thread,
+ * reconnect, joins the receiver and data threads of the lost connection,
+ * moves the connection epoch on (a frame meant for the lost connection
+ * is never sent on the next: every send names its epoch), connects again
+ * with backoff, redoes HELLO, AUTH and the transport on the same pool,
+ * runs the resume callback with the new connection to itself, starts the
+ * new receiver, sends again the kept frames of unanswered calls flagged
+ * BCP_HF_REPLAY, and only then lets callers and the sender on (READY).
+ * A receiver that reads a reply after the pause began drops it: the
+ * request goes out again and is answered on the next connection.
+ *
+ * Lock order: qlock, then wlock, then send_lock.  send_lock and the pool
+ * lock are leaves.  done() callbacks run with no lock held.
  */
 #include "config.h"
 
@@ -1401,7 +1413,7 @@ static void *sender_main(void *arg)
 	while (c->state != BCP_CLIENT_BROKEN &&
 	       c->state != BCP_CLIENT_CLOSING) {
 		if (c->state != BCP_CLIENT_READY) {
-			/* paused: nothing goes out until the connection is back */
+			/* paused: nothing goes out until it is back */
 			c->sender_sleeping = 1;
 			pthread_cond_wait(&c->qcond, &c->qlock);
 			c->sender_sleeping = 0;
@@ -1887,6 +1899,22 @@ static int reconn_once(struct bcp_client *c, uint64_t want, char *err,
 	return ret;
 }
 
+/* The line that ends an outage of ms milliseconds. */
+static void reconn_log_restored(struct bcp_client *c, uint64_t ms)
+{
+	char what[128] = "";
+
+	if (c->resumed_noted)
+		snprintf(what, sizeof(what),
+			 " (%llu handles and %llu open files resumed)",
+			 (unsigned long long)c->resumed_handles,
+			 (unsigned long long)c->resumed_files);
+	bcp_client_logf(LOG_WARNING,
+			"agent connection restored after %llu.%03llu s%s",
+			(unsigned long long)(ms / 1000),
+			(unsigned long long)(ms % 1000), what);
+}
+
 static void *reconn_main(void *arg)
 {
 	struct bcp_client *c = arg;
@@ -1915,7 +1943,7 @@ static void *reconn_main(void *arg)
 				break;
 			if (ret == -ECANCELED)
 				break;
-			/* a refusal says so once an outage; the rest is noise */
+			/* a refusal is said once an outage, the rest is noise */
 			if ((ret == -EACCES || ret == -EPROTONOSUPPORT ||
 			     ret == -EOPNOTSUPP) && ret != last_err)
 				bcp_client_logf(LOG_WARNING,
@@ -1951,19 +1979,7 @@ static void *reconn_main(void *arg)
 		}
 		if (ret == 0) {
 			last_err = 0;
-			now = client_now_ms();
-			if (c->resumed_noted)
-				bcp_client_logf(LOG_WARNING,
-						"agent connection restored after %llu.%03llu s (%llu handles and %llu open files resumed)",
-						(unsigned long long)((now - start) / 1000),
-						(unsigned long long)((now - start) % 1000),
-						(unsigned long long)c->resumed_handles,
-						(unsigned long long)c->resumed_files);
-			else
-				bcp_client_logf(LOG_WARNING,
-						"agent connection restored after %llu.%03llu s",
-						(unsigned long long)((now - start) / 1000),
-						(unsigned long long)((now - start) % 1000));
+			reconn_log_restored(c, client_now_ms() - start);
 		}
 		pthread_mutex_lock(&c->wlock);
 	}

@@ -14,6 +14,10 @@
  * into one BATCH_PULL / BATCH_PUSH (up to max_batch segments); a receiver
  * thread demultiplexes replies by request id and calls each I/O's done()
  * callback.  done() runs on the receiver thread and must not block.
+ *
+ * With reconnect_timeout_ms, a lost connection pauses everything instead
+ * of failing it; a reconnect thread brings the session back (see
+ * struct bcp_client_opts).
  */
 #ifndef BCP_CLIENT_H
 #define BCP_CLIENT_H
