@@ -37,6 +37,8 @@
 /* Command-line options (fuse_opt_parse fills the strings). */
 /* -o timeout: long enough for a batch on a loaded host */
 #define BCFS_TIMEOUT_DEFAULT	30.0
+/* -o reconnect_timeout: an agent restart, or a reboot of its host */
+#define BCFS_RECONNECT_TIMEOUT_DEFAULT	300.0
 
 struct bcfs_opts {
 	char *agent;		/* the AGENT argument */
@@ -48,6 +50,7 @@ struct bcfs_opts {
 	double attr_timeout;
 	double entry_timeout;
 	double timeout;		/* seconds for an answer or a transfer */
+	double reconnect_timeout; /* seconds of agent outage before EIO */
 	unsigned int max_batch;
 	/* local: the private agent's staging; 0 = sized to RLIMIT_MEMLOCK */
 	unsigned int queue_depth;
@@ -76,6 +79,8 @@ struct bcfs_inode {
 	int open_valid;		/* 1 recorded, -1 opened unrecorded, 0 not */
 	uint64_t nocap_until;	/* no security.capability until (ns) */
 	uint32_t xattr_gen;	/* setxattr/removexattr seen */
+	int stale;		/* a restarted agent no longer has it */
+	uint8_t fid[BCP_FID_LEN]; /* its lasting name, from the last entry */
 };
 
 struct bcfs_itable {
@@ -126,6 +131,15 @@ struct bcfs_embed {
 	unsigned long long memlock;
 	char dir[256];		/* private directory holding the socket */
 	char addr[300];		/* "unix:DIR/agent.sock" */
+	char state[300];	/* DIR/state: the agent's --state-dir */
+	const char *bin;	/* the agent binary */
+	const char *root;	/* the directory it serves */
+	/* the agent's restarts while the mount is up */
+	pthread_t watch_thread;
+	int watch_started;
+	int stopping;		/* atomic: unmount; no more restarts */
+	uint64_t restarts_ns[5]; /* when the last ones happened */
+	unsigned int nrestarts;
 };
 
 struct bcfs {
@@ -173,9 +187,31 @@ void bcfs_readahead_raise(void);
 /* inode.c */
 int bcfs_itable_init(struct bcfs_itable *t);
 void bcfs_itable_fini(struct bcfs_itable *t);
-/* One more kernel reference to handle, found in parent under name. */
+/*
+ * One more kernel reference to handle, found in parent under name; fid
+ * (BCP_FID_LEN bytes, or NULL) is what the entry carried.
+ */
 int bcfs_inode_ref(uint64_t handle, uint64_t parent, const char *name,
-		   size_t name_len);
+		   size_t name_len, const uint8_t *fid);
+/*
+ * Resume: REBIND every inode with its lookup count on a new session, in
+ * batches of BCP_REBINDS_MAX; an inode the agent no longer has is marked
+ * stale.  Adds the handles taken back to *ok.  0 or -errno (the call
+ * failed: the connection is gone again).
+ */
+int bcfs_inode_rebind_all(struct bcp_client *c, uint64_t *ok);
+
+/* resume.c: the open files and directories, for REOPEN */
+/*
+ * fh opened on handle with flags (O_CREAT, O_EXCL and O_TRUNC are not
+ * kept: a reopen must not do them again); dir for OPENDIR.  0 or -ENOMEM
+ * (then it is simply not resumed).
+ */
+int bcfs_open_add(uint64_t fh, uint64_t handle, uint32_t flags, int dir);
+void bcfs_open_del(uint64_t fh);
+void bcfs_open_fini(void);
+/* The client library's resume callback (opts.resume). */
+int bcfs_resume(struct bcp_client *c, void *arg);
 /* Drop n references; at zero the record goes.  Queues the agent FORGET. */
 void bcfs_inode_forget(uint64_t handle, uint64_t n);
 /*
@@ -399,11 +435,19 @@ void bcfs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 int bcfs_embed_start(const char *dir, unsigned int queue_depth,
 		     unsigned int slot_size, struct bcfs_embed *e);
 /*
- * Remove the socket and the private directory: once connected nothing
- * needs them, and nothing is left behind even if the daemon is killed.
+ * Remove the socket, the state directory and the private directory.
  */
 void bcfs_embed_dir_remove(struct bcfs_embed *e);
-/* SIGTERM, wait, remove the private directory.  Safe on a zeroed e. */
+/*
+ * Once the mount is up: watch the agent and, when it dies, log how and
+ * start it again with the same arguments (at most 5 starts in 10 s, then
+ * wait), so that the client library reconnects to it.  0 or -errno.
+ */
+int bcfs_embed_watch(struct bcfs_embed *e);
+/*
+ * Stop watching, SIGTERM, wait, remove the private directory.  Safe on a
+ * zeroed e.
+ */
 void bcfs_embed_stop(struct bcfs_embed *e);
 
 #endif /* BCFS_I_H */

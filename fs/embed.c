@@ -6,8 +6,13 @@
  * or /tmp), starts bluecache-agent on DIR listening on a unix socket in it
  * and waits for the agent to write "ready" to a pipe (--ready-fd).  The
  * agent gets PR_SET_PDEATHSIG so that it never outlives the daemon; on
- * unmount the daemon stops it with SIGTERM and removes the directory (the
- * socket and the directory already go once the daemon is connected).  The
+ * unmount the daemon stops it with SIGTERM and removes the directory.  The
+ * directory also holds the agent's --state-dir (its handle key and reply
+ * cache), kept for the life of the mount: when the agent dies while the
+ * mount is up, a watcher thread logs how and starts it again with the
+ * same arguments on the same socket (at most BCFS_EMBED_RESTARTS starts
+ * in BCFS_EMBED_RESTART_WINDOW, then it waits), and the client library
+ * reconnects and resumes the mount's handles and open files there.  The
  * agent's stderr is a pipe the daemon forwards line by line to its own log,
  * so that it follows the daemon to syslog once detached and never holds
  * the caller's terminal or pipe open.
@@ -40,6 +45,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <dirent.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -52,6 +58,9 @@
 #define BCFS_EMBED_READY_MS	15000
 #define BCFS_EMBED_STOP_MS	3000
 #define BCFS_EMBED_KILL_MS	1000
+#define BCFS_EMBED_WATCH_MS	20	/* how often the watcher looks */
+#define BCFS_EMBED_RESTARTS	5	/* starts within ... */
+#define BCFS_EMBED_RESTART_WINDOW 10000000000ull /* ... 10 s, in ns */
 
 #define BCFS_EMBED_QD_MAX	64		/* the agent's default */
 #define BCFS_EMBED_SLOT		(1u << 20)	/* the agent's default */
@@ -210,7 +219,42 @@ static int bcfs_embed_mkdir(struct bcfs_embed *e)
 		return n;
 	}
 	snprintf(e->addr, sizeof(e->addr), "unix:%s/agent.sock", e->dir);
+	snprintf(e->state, sizeof(e->state), "%s/state", e->dir);
+	if (mkdir(e->state, 0700)) {
+		n = -errno;
+		bcfs_err("cannot create %s: %s", e->state, strerror(-n));
+		rmdir(e->dir);
+		e->dir[0] = '\0';
+		return n;
+	}
 	return 0;
+}
+
+/* Remove what the agent left in its state directory (no subdirectories). */
+static void bcfs_embed_state_remove(struct bcfs_embed *e)
+{
+	char path[sizeof(e->state) + 256 + 2];
+	struct dirent *d;
+	DIR *dir;
+
+	if (!e->state[0])
+		return;
+	dir = opendir(e->state);
+	if (dir) {
+		while ((d = readdir(dir))) {
+			if (!strcmp(d->d_name, ".") || !strcmp(d->d_name, ".."))
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", e->state,
+				 d->d_name);
+			if (unlink(path))
+				bcfs_warn("cannot remove %s: %s", path,
+					  strerror(errno));
+		}
+		closedir(dir);
+	}
+	if (rmdir(e->state) && errno != ENOENT)
+		bcfs_warn("cannot remove %s: %s", e->state, strerror(errno));
+	e->state[0] = '\0';
 }
 
 void bcfs_embed_dir_remove(struct bcfs_embed *e)
@@ -219,6 +263,7 @@ void bcfs_embed_dir_remove(struct bcfs_embed *e)
 
 	if (!e->dir[0])
 		return;
+	bcfs_embed_state_remove(e);
 	snprintf(path, sizeof(path), "%s/agent.sock", e->dir);
 	unlink(path);
 	if (rmdir(e->dir))
@@ -345,7 +390,7 @@ struct bcfs_embed_argv {
 	char fd[16];
 	char qd[16];
 	char slot[16];
-	char *argv[20];
+	char *argv[24];
 };
 
 static void bcfs_embed_argv_make(struct bcfs_embed_argv *a,
@@ -365,6 +410,8 @@ static void bcfs_embed_argv_make(struct bcfs_embed_argv *a,
 	a->argv[n++] = a->fd;
 	a->argv[n++] = "--log-level";
 	a->argv[n++] = bcfs_log_level >= BCFS_DEBUG ? "debug" : "warning";
+	a->argv[n++] = "--state-dir";
+	a->argv[n++] = (char *)e->state;
 	if (e->queue_depth) {
 		snprintf(a->qd, sizeof(a->qd), "%u", e->queue_depth);
 		a->argv[n++] = "--queue-depth";
@@ -436,49 +483,30 @@ static void bcfs_embed_explain(struct bcfs_embed *e, pid_t pid,
 	}
 }
 
-int bcfs_embed_start(const char *dir, unsigned int queue_depth,
-		     unsigned int slot_size, struct bcfs_embed *e)
+static void bcfs_embed_kill(struct bcfs_embed *e);
+
+/*
+ * Start the agent on e->root and wait until it is ready.  0, or -errno
+ * (said) with no agent left running.
+ */
+static int bcfs_embed_spawn(struct bcfs_embed *e)
 {
-	const char *bin = bcfs_embed_binary();
+	const char *bin = e->bin, *dir = e->root;
 	struct bcfs_embed_argv args;
 	struct pollfd pfd;
 	char buf[16];
-	struct stat st;
 	pid_t pid, self = getpid();
 	int pfds[2], errp[2], ret;
 	ssize_t n;
 
-	memset(e, 0, sizeof(*e));
-	e->log_fd = -1;
-	pthread_mutex_init(&e->log_lock, NULL);
-	e->queue_depth = queue_depth;
-	e->slot_size = slot_size;
-	e->memlock = bcfs_embed_memlock();
-	if (stat(dir, &st)) {
-		ret = -errno;
-		bcfs_err("local:%s: %s", dir, strerror(-ret));
-		return ret;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		bcfs_err("local:%s: not a directory", dir);
-		return -ENOTDIR;
-	}
-	if (access(bin, X_OK)) {
-		ret = -errno;
-		bcfs_err("cannot run the agent %s: %s (set BLUECACHE_AGENT)",
-			 bin, strerror(-ret));
-		return ret;
-	}
-	ret = bcfs_embed_size(e);
-	if (ret)
-		return ret;
-	ret = bcfs_embed_mkdir(e);
-	if (ret)
-		return ret;
+	pthread_mutex_lock(&e->log_lock);
+	e->log_live = 0;
+	e->backlog_len = 0;
+	pthread_mutex_unlock(&e->log_lock);
 	if (pipe2(pfds, O_CLOEXEC)) {
 		ret = -errno;
 		bcfs_err("pipe: %s", strerror(-ret));
-		goto out_rmdir;
+		return ret;
 	}
 	if (pipe2(errp, O_CLOEXEC)) {
 		ret = -errno;
@@ -533,7 +561,8 @@ int bcfs_embed_start(const char *dir, unsigned int queue_depth,
 		bcfs_embed_log_stop(e);	/* its last words first */
 		bcfs_embed_explain(e, pid, bin);
 		ret = -ECHILD;
-		goto out_close_read;
+		close(pfds[0]);
+		return ret;
 	}
 	buf[n] = '\0';
 	if (strncmp(buf, "ready", 5)) {
@@ -544,30 +573,169 @@ int bcfs_embed_start(const char *dir, unsigned int queue_depth,
 	close(pfds[0]);
 	bcfs_embed_log_live(e);
 	bcfs_dbg("agent %d serves %s on %s", (int)pid, dir, e->addr);
-	if (e->memlock)
-		bcfs_dbg("RLIMIT_MEMLOCK %llu KiB: agent staging %u slots of "
-			 "%u KiB", e->memlock >> 10, e->queue_depth,
-			 e->slot_size >> 10);
 	return 0;
 
 out_stop:
 	if (bcfs_log_level >= BCFS_DEBUG)
 		bcfs_embed_log_live(e);
-	bcfs_embed_stop(e);
+	bcfs_embed_kill(e);
 	close(pfds[0]);
 	return ret;
-out_close_read:
-	close(pfds[0]);
-	goto out_rmdir;
 out_close_pipe:
 	close(pfds[0]);
 	close(pfds[1]);
-out_rmdir:
-	bcfs_embed_dir_remove(e);
 	return ret;
 }
 
-void bcfs_embed_stop(struct bcfs_embed *e)
+int bcfs_embed_start(const char *dir, unsigned int queue_depth,
+		     unsigned int slot_size, struct bcfs_embed *e)
+{
+	const char *bin = bcfs_embed_binary();
+	struct stat st;
+	int ret;
+
+	memset(e, 0, sizeof(*e));
+	e->log_fd = -1;
+	pthread_mutex_init(&e->log_lock, NULL);
+	e->queue_depth = queue_depth;
+	e->slot_size = slot_size;
+	e->memlock = bcfs_embed_memlock();
+	e->bin = bin;
+	e->root = dir;
+	if (stat(dir, &st)) {
+		ret = -errno;
+		bcfs_err("local:%s: %s", dir, strerror(-ret));
+		return ret;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		bcfs_err("local:%s: not a directory", dir);
+		return -ENOTDIR;
+	}
+	if (access(bin, X_OK)) {
+		ret = -errno;
+		bcfs_err("cannot run the agent %s: %s (set BLUECACHE_AGENT)",
+			 bin, strerror(-ret));
+		return ret;
+	}
+	ret = bcfs_embed_size(e);
+	if (ret)
+		return ret;
+	ret = bcfs_embed_mkdir(e);
+	if (ret)
+		return ret;
+	ret = bcfs_embed_spawn(e);
+	if (ret) {
+		bcfs_embed_dir_remove(e);
+		return ret;
+	}
+	if (e->memlock)
+		bcfs_dbg("RLIMIT_MEMLOCK %llu KiB: agent staging %u slots of "
+			 "%u KiB", e->memlock >> 10, e->queue_depth,
+			 e->slot_size >> 10);
+	return 0;
+}
+
+/* How an agent ended, for the log. */
+static void bcfs_embed_how(int status, char *buf, size_t len)
+{
+	if (WIFEXITED(status))
+		snprintf(buf, len, "exited with status %d",
+			 WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		snprintf(buf, len, "killed by signal %d (%s)",
+			 WTERMSIG(status), strsignal(WTERMSIG(status)));
+	else
+		snprintf(buf, len, "ended (status %#x)", status);
+}
+
+static int bcfs_embed_stopping(struct bcfs_embed *e)
+{
+	return __atomic_load_n(&e->stopping, __ATOMIC_ACQUIRE);
+}
+
+/* Sleep ms unless the mount stops meanwhile; 1 when it does. */
+static int bcfs_embed_nap(struct bcfs_embed *e, unsigned int ms)
+{
+	struct timespec ts = { 0, BCFS_EMBED_WATCH_MS * 1000000L };
+	unsigned int t;
+
+	for (t = 0; t < ms; t += BCFS_EMBED_WATCH_MS) {
+		if (bcfs_embed_stopping(e))
+			return 1;
+		nanosleep(&ts, NULL);
+	}
+	return bcfs_embed_stopping(e);
+}
+
+/*
+ * The watcher: the only thread that waits for the agent while the mount
+ * is up (bcfs_embed_stop joins it before it waits itself).
+ */
+static void *bcfs_embed_watch_thread(void *arg)
+{
+	struct bcfs_embed *e = arg;
+	uint64_t now, oldest;
+	char how[96];
+	int status;
+	pid_t r;
+
+	while (!bcfs_embed_stopping(e)) {
+		if (e->pid <= 0) {
+			r = 0;
+		} else {
+			r = waitpid(e->pid, &status, WNOHANG);
+			if (r == 0 || (r < 0 && errno == EINTR)) {
+				bcfs_embed_nap(e, BCFS_EMBED_WATCH_MS);
+				continue;
+			}
+		}
+		if (bcfs_embed_stopping(e))
+			break;
+		if (r > 0) {
+			bcfs_embed_how(status, how, sizeof(how));
+			bcfs_warn("the agent %d %s; starting it again",
+				  (int)e->pid, how);
+			e->pid = 0;
+			bcfs_embed_log_stop(e);
+		}
+		/* at most BCFS_EMBED_RESTARTS starts in the window */
+		now = bcfs_now_ns();
+		oldest = e->restarts_ns[e->nrestarts % BCFS_EMBED_RESTARTS];
+		if (e->nrestarts >= BCFS_EMBED_RESTARTS &&
+		    now - oldest < BCFS_EMBED_RESTART_WINDOW) {
+			bcfs_warn("the agent died %d times within %llu s: "
+				  "waiting before the next start",
+				  BCFS_EMBED_RESTARTS,
+				  BCFS_EMBED_RESTART_WINDOW / 1000000000ull);
+			if (bcfs_embed_nap(e, (unsigned int)
+					   ((BCFS_EMBED_RESTART_WINDOW -
+					     (now - oldest)) / 1000000)))
+				break;
+			now = bcfs_now_ns();
+		}
+		e->restarts_ns[e->nrestarts++ % BCFS_EMBED_RESTARTS] = now;
+		if (bcfs_embed_spawn(e) < 0)
+			bcfs_embed_nap(e, 1000);	/* said; try again */
+	}
+	return NULL;
+}
+
+int bcfs_embed_watch(struct bcfs_embed *e)
+{
+	int ret;
+
+	ret = -pthread_create(&e->watch_thread, NULL, bcfs_embed_watch_thread,
+			      e);
+	if (ret) {
+		bcfs_err("cannot start the agent watcher: %s", strerror(-ret));
+		return ret;
+	}
+	e->watch_started = 1;
+	return 0;
+}
+
+/* SIGTERM the agent and wait for it (SIGKILL after a while). */
+static void bcfs_embed_kill(struct bcfs_embed *e)
 {
 	struct timespec ts = { 0, 10 * 1000 * 1000 };
 	int status, waited;
@@ -608,5 +776,15 @@ void bcfs_embed_stop(struct bcfs_embed *e)
 		}
 	}
 	bcfs_embed_log_stop(e);
+}
+
+void bcfs_embed_stop(struct bcfs_embed *e)
+{
+	__atomic_store_n(&e->stopping, 1, __ATOMIC_RELEASE);
+	if (e->watch_started) {
+		pthread_join(e->watch_thread, NULL);
+		e->watch_started = 0;
+	}
+	bcfs_embed_kill(e);
 	bcfs_embed_dir_remove(e);
 }

@@ -5,13 +5,17 @@
  * Every reply that hands the kernel an entry (lookup, create, mkdir, mknod,
  * symlink, link, readdirplus) takes one agent reference on the handle and
  * one kernel lookup count; the record here counts them, remembers where
- * the inode was last seen (parent handle and name, so that a reconnect can
- * resolve it again after an agent restart) and the mtime/size seen at the
- * last open (for keep_cache).  FUSE forgets go to the agent in batches
- * through bcp_client_forget().
+ * the inode was last seen (parent handle and name), the fid the agent
+ * sealed for it (so that a restarted agent takes the handle back: REBIND)
+ * and the mtime/size seen at the last open (for keep_cache).  FUSE
+ * forgets go to the agent in batches through bcp_client_forget().  A
+ * record is about 200 bytes with its name: a million inodes fit in 200 MB.
  *
  * Locking: bcfs_itable.lock protects the table and every record's mutable
- * fields.  It is a leaf lock: nothing else is taken while it is held.
+ * fields.  It is a leaf lock: nothing else of the daemon is taken while it
+ * is held.  The resume holds it across its REBIND calls, which are made
+ * on the client library's reconnect thread straight on the new connection
+ * and take none of the daemon's locks either.
  */
 #include "config.h"
 
@@ -105,7 +109,7 @@ static void bcfs_igrow(struct bcfs_itable *t)
 }
 
 int bcfs_inode_ref(uint64_t handle, uint64_t parent, const char *name,
-		   size_t name_len)
+		   size_t name_len, const uint8_t *fid)
 {
 	struct bcfs_itable *t = &bcfs_g.itable;
 	struct bcfs_inode *in, *fresh = NULL;
@@ -143,6 +147,10 @@ int bcfs_inode_ref(uint64_t handle, uint64_t parent, const char *name,
 		}
 	}
 	in->nlookup++;
+	if (fid) {
+		memcpy(in->fid, fid, BCP_FID_LEN);
+		in->stale = 0;
+	}
 	if (nm) {
 		free(in->name);
 		in->name = nm;
@@ -287,4 +295,66 @@ void bcfs_inode_nocap_forget(uint64_t handle)
 		in->xattr_gen++;
 	}
 	pthread_mutex_unlock(&t->lock);
+}
+
+/* Send the n rebinds in buf; mark what the agent no longer has. */
+static int bcfs_rebind_send(struct bcp_client *c, struct bcp_rebind_one *buf,
+			    uint32_t n, struct bcfs_inode **ins, uint64_t *ok)
+{
+	static uint8_t rbuf[BCP_FRAME_MAX];	/* the reconnect thread's */
+	struct bcp_msg m, r;
+	int32_t st;
+	uint32_t i;
+	int ret;
+
+	bcfs_msg(&m, BCP_OP_REBIND);
+	m.u.rebind_req.count = n;
+	m.rebinds = buf;
+	ret = bcp_client_call(c, &m, &r, rbuf, sizeof(rbuf));
+	if (ret < 0)
+		return ret;
+	if (r.u.batch_rep.count != n)
+		return -EIO;
+	for (i = 0; i < n; i++) {
+		st = bcp_msg_status(&r, i);
+		if (st == 0) {
+			(*ok)++;
+			continue;
+		}
+		ins[i]->stale = 1;
+		bcfs_dbg("inode %llu is gone from the restarted agent: %s",
+			 (unsigned long long)ins[i]->handle, strerror(-st));
+	}
+	return 0;
+}
+
+int bcfs_inode_rebind_all(struct bcp_client *c, uint64_t *ok)
+{
+	static struct bcp_rebind_one buf[BCP_REBINDS_MAX];
+	static struct bcfs_inode *ins[BCP_REBINDS_MAX];
+	struct bcfs_itable *t = &bcfs_g.itable;
+	struct bcfs_inode *in;
+	uint32_t n = 0;
+	size_t i;
+	int ret = 0;
+
+	pthread_mutex_lock(&t->lock);
+	for (i = 0; i < t->nbuckets && !ret; i++) {
+		for (in = t->buckets[i]; in && !ret; in = in->hnext) {
+			if (in->stale)
+				continue;
+			buf[n].handle = in->handle;
+			buf[n].nlookup = in->nlookup;
+			memcpy(buf[n].fid, in->fid, BCP_FID_LEN);
+			ins[n++] = in;
+			if (n == BCP_REBINDS_MAX) {
+				ret = bcfs_rebind_send(c, buf, n, ins, ok);
+				n = 0;
+			}
+		}
+	}
+	if (n && !ret)
+		ret = bcfs_rebind_send(c, buf, n, ins, ok);
+	pthread_mutex_unlock(&t->lock);
+	return ret;
 }

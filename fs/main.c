@@ -51,6 +51,7 @@ enum {
 	BCFS_KEY_ATTR_TIMEOUT,
 	BCFS_KEY_ENTRY_TIMEOUT,
 	BCFS_KEY_TIMEOUT,
+	BCFS_KEY_RECONNECT_TIMEOUT,
 	BCFS_KEY_MAX_BATCH,
 	BCFS_KEY_QUEUE_DEPTH,
 	BCFS_KEY_SLOT_SIZE,
@@ -66,6 +67,7 @@ static const struct fuse_opt bcfs_opt_spec[] = {
 	FUSE_OPT_KEY("attr_timeout=", BCFS_KEY_ATTR_TIMEOUT),
 	FUSE_OPT_KEY("entry_timeout=", BCFS_KEY_ENTRY_TIMEOUT),
 	FUSE_OPT_KEY("timeout=", BCFS_KEY_TIMEOUT),
+	FUSE_OPT_KEY("reconnect_timeout=", BCFS_KEY_RECONNECT_TIMEOUT),
 	FUSE_OPT_KEY("max_batch=", BCFS_KEY_MAX_BATCH),
 	FUSE_OPT_KEY("queue_depth=", BCFS_KEY_QUEUE_DEPTH),
 	FUSE_OPT_KEY("slot_size=", BCFS_KEY_SLOT_SIZE),
@@ -140,6 +142,10 @@ static void bcfs_usage(FILE *f, const char *prog)
 "    -o timeout=SEC         wait for the agent's answer or a transfer; a\n"
 "                           request fails with EIO, a stalled\n"
 "                           transfer gives up the connection (30)\n"
+"    -o reconnect_timeout=SEC  when the agent goes away, requests wait\n"
+"                           this long for it to come back (it is\n"
+"                           reconnected and resumed), then fail with\n"
+"                           EIO until it does; 0: EIO at once (300)\n"
 "    -o queue_depth=N       local: the private agent's staging slots\n"
 "    -o slot_size=BYTES     local: bytes per staging slot, 4K..8M (both\n"
 "                           sized to fit RLIMIT_MEMLOCK by default)\n"
@@ -291,6 +297,9 @@ static int bcfs_opt_proc(void *data, const char *arg, int key,
 	case BCFS_KEY_TIMEOUT:
 		return bcfs_opt_seconds(arg, 0.001, 86400, &o->timeout) ?
 		       -1 : 0;
+	case BCFS_KEY_RECONNECT_TIMEOUT:
+		return bcfs_opt_seconds(arg, 0, 86400,
+					&o->reconnect_timeout) ? -1 : 0;
 	case BCFS_KEY_MAX_BATCH:
 		return bcfs_opt_uint(arg, 1, BCP_SEGS_MAX, &o->max_batch) ?
 		       -1 : 0;
@@ -473,6 +482,10 @@ static int bcfs_opts_check(struct bcfs_opts *o, struct bcp_client_opts *co)
 	if (o->max_batch)
 		co->max_batch = o->max_batch;
 	co->timeout_ms = (int)(o->timeout * 1000);
+	co->reconnect_timeout_ms = (int)(o->reconnect_timeout * 1000);
+	if (o->reconnect_timeout > 0 && !co->reconnect_timeout_ms)
+		co->reconnect_timeout_ms = 1;
+	co->resume = bcfs_resume;
 	if ((o->queue_depth || o->slot_size) &&
 	    strncmp(o->agent, "local:", 6)) {
 		bcfs_err("queue_depth and slot_size size the private agent of "
@@ -595,7 +608,6 @@ static int bcfs_mount_check(const char *mnt)
 }
 
 /* Options for fuse_session_new: ours, then those the user passed on. */
-#define BCFS_CONNECT_TRIES	6	/* 50 ms, doubling: 3 s in all */
 
 static int bcfs_fuse_args(struct fuse_args *args)
 {
@@ -712,7 +724,7 @@ int main(int argc, char *argv[])
 	struct bcp_client_opts co = { 0 };
 	char mnt[PATH_MAX];
 	const char *addr;
-	int status_fd = -1, ret = 1, i;
+	int status_fd = -1, ret = 1;
 	char err[512];
 	struct stat st;
 
@@ -721,6 +733,7 @@ int main(int argc, char *argv[])
 	o->attr_timeout = 1.0;
 	o->entry_timeout = 1.0;
 	o->timeout = BCFS_TIMEOUT_DEFAULT;
+	o->reconnect_timeout = BCFS_RECONNECT_TIMEOUT_DEFAULT;
 	/* what was wrong is said in one line, by us or by libfuse */
 	if (fuse_opt_parse(&args, o, bcfs_opt_spec, bcfs_opt_proc))
 		goto out_args;
@@ -788,27 +801,14 @@ int main(int argc, char *argv[])
 			co.transport = BCP_XFER_SHM;
 	}
 	co.addr = addr;
-	/*
-	 * An agent under a flood of half-open handshakes drops the oldest
-	 * to make room: a connection closed during the handshake is worth
-	 * a few more tries before the mount gives up.
-	 */
-	for (i = 0; i < BCFS_CONNECT_TRIES; i++) {
-		ret = bcp_client_connect(&co, &bcfs_g.client, err,
-					 sizeof(err));
-		if (ret != -ECONNRESET)
-			break;
-		bcfs_dbg("%s; trying again", err);
-		usleep(50000u << i);
-	}
+	/* a handshake the agent cuts short is tried again by the library */
+	ret = bcp_client_connect(&co, &bcfs_g.client, err, sizeof(err));
 	if (ret) {
 		bcfs_err("%s", err);
 		ret = 1;
 		goto out_embed;
 	}
 	ret = 1;
-	if (bcfs_g.embedded)
-		bcfs_embed_dir_remove(&bcfs_g.embed);
 	bcfs_g.root = bcp_client_root(bcfs_g.client);
 	bcfs_g.features = bcp_client_hello(bcfs_g.client)->features;
 	if (bcp_client_io_max(bcfs_g.client) < bcfs_g.chunk)
@@ -827,6 +827,10 @@ int main(int argc, char *argv[])
 		goto out_signals;
 	bcfs_readahead_prepare(mnt);
 	if (bcfs_metrics_start(mnt) < 0)
+		goto out_unmount;
+	/* a private agent that dies is started again, and resumed */
+	if (bcfs_g.embedded && o->reconnect_timeout > 0 &&
+	    bcfs_embed_watch(&bcfs_g.embed))
 		goto out_unmount;
 	/* a mount tool is silent when it works, unless asked to talk */
 	if (o->foreground)
@@ -872,6 +876,7 @@ out_embed:
 		bcfs_embed_stop(&bcfs_g.embed);
 out_fini:
 	bcfs_rw_fini();
+	bcfs_open_fini();
 	bcfs_itable_fini(&bcfs_g.itable);
 out_report:
 	bcfs_report(&status_fd, ret ? ret : 1);

@@ -223,7 +223,7 @@ void bcfs_reply_entry(fuse_req_t req, uint64_t parent, const char *name,
 
 	bcfs_fill_entry(entry, &e);
 	if (bcfs_inode_ref(entry->handle, parent, name,
-			   name ? strlen(name) : 0)) {
+			   name ? strlen(name) : 0, entry->fid)) {
 		/* no record, no kernel reference: give the agent's back */
 		bcp_client_forget(bcfs_g.client, entry->handle, 1);
 		fuse_reply_err(req, ENOMEM);

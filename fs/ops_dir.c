@@ -255,7 +255,9 @@ void bcfs_op_opendir(fuse_req_t req, fuse_ino_t ino,
 		return;
 	}
 	fi->fh = r.u.open_rep.fh;
+	bcfs_open_add(fi->fh, bcfs_handle(ino), fi->flags, 1);
 	if (fuse_reply_open(req, fi)) {
+		bcfs_open_del(fi->fh);
 		/* the kernel is gone: it will never release this fh */
 		bcfs_msg(&m, BCP_OP_RELEASEDIR);
 		m.u.node_req.handle = bcfs_handle(ino);
@@ -349,7 +351,7 @@ static void bcfs_readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 						     v.d.cookie);
 			if (ent <= size - pos &&
 			    bcfs_inode_ref(v.entry.handle, parent, name,
-					   v.d.name_len))
+					   v.d.name_len, v.entry.fid))
 				ent = size + 1; /* no record: stop here */
 		}
 		if (ent > size - pos) {
@@ -402,6 +404,7 @@ void bcfs_op_releasedir(fuse_req_t req, fuse_ino_t ino,
 {
 	struct bcp_msg m;
 
+	bcfs_open_del(fi->fh);
 	bcfs_msg(&m, BCP_OP_RELEASEDIR);
 	m.u.node_req.handle = bcfs_handle(ino);
 	m.u.node_req.fh = fi->fh;

@@ -348,6 +348,7 @@ void bcfs_release_fh(uint64_t handle, uint64_t fh)
 {
 	struct bcp_msg m;
 
+	bcfs_open_del(fh);
 	bcfs_msg(&m, BCP_OP_RELEASE);
 	m.u.node_req.handle = handle;
 	m.u.node_req.fh = fh;
@@ -361,6 +362,8 @@ static void bcfs_answer_open(struct bcfs_acall *a, int result)
 		return;
 	}
 	a->fi.fh = a->call.rep.u.open_rep.fh;
+	/* before the kernel has it: its release may come at once */
+	bcfs_open_add(a->fi.fh, a->parent, bcfs_open_flags(a->fi.flags), 0);
 	if (fuse_reply_open(a->req, &a->fi))
 		bcfs_release_fh(a->parent, a->fi.fh);
 }
@@ -400,6 +403,7 @@ void bcfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (!bcfs_call(&m, &r) &&
 	    bcfs_inode_open_check(handle, &r.u.attr_rep.attr))
 		fi->keep_cache = 1;
+	bcfs_open_add(fh, handle, bcfs_open_flags(fi->flags), 0);
 	if (fuse_reply_open(req, fi))
 		bcfs_release_fh(handle, fh);
 }
@@ -418,7 +422,7 @@ static void bcfs_answer_create(struct bcfs_acall *a, int result)
 	bcfs_fill_entry(&c->entry, &e);
 	fi->fh = c->fh;
 	ret = bcfs_inode_ref(c->entry.handle, a->parent, a->name,
-			     strlen(a->name));
+			     strlen(a->name), c->entry.fid);
 	if (ret) {
 		bcp_client_forget(bcfs_g.client, c->entry.handle, 1);
 		bcfs_release_fh(c->entry.handle, c->fh);
@@ -437,6 +441,7 @@ static void bcfs_answer_create(struct bcfs_acall *a, int result)
 		bcfs_inode_nocap(c->entry.handle, &gen);
 		bcfs_inode_nocap_known(c->entry.handle, gen);
 	}
+	bcfs_open_add(c->fh, c->entry.handle, bcfs_open_flags(fi->flags), 0);
 	if (!fuse_reply_create(a->req, &e, fi))
 		return;
 	bcfs_inode_forget(c->entry.handle, 1);

@@ -34,8 +34,20 @@
  * late success must be undone (FORGET of the handle it returned, RELEASE
  * of the file it opened) or the agent keeps both for the session's life.
  *
- * Lock order: qlock, then wlock.  send_lock and the pool lock are leaves.
- * done() callbacks run with no lock held.
+ * Reconnect (opts.reconnect_timeout_ms > 0): a lost connection pauses the
+ * session instead of failing it (client_pause).  A fourth thread,
+ * reconnect, joins the receiver and data threads of the lost connection,
+ * moves the connection epoch on (a frame meant for the lost connection
+ * is never sent on the next: every send names its epoch), connects again
+ * with backoff, redoes HELLO, AUTH and the transport on the same pool,
+ * runs the resume callback with the new connection to itself, starts the
+ * new receiver, sends again the kept frames of unanswered calls flagged
+ * BCP_HF_REPLAY, and only then lets callers and the sender on (READY).
+ * A receiver that reads a reply after the pause began drops it: the
+ * request goes out again and is answered on the next connection.
+ *
+ * Lock order: qlock, then wlock, then send_lock.  send_lock and the pool
+ * lock are leaves.  done() callbacks run with no lock held.
  */
 #include "config.h"
 
@@ -73,6 +85,9 @@
  * callbacks run there, and neither may wait for the sender.
  */
 static __thread struct bcp_client *client_worker_of;
+
+/* The client whose resume callback runs on this thread, if any. */
+static __thread struct bcp_client *client_resumer_of;
 
 static int client_on_worker(const struct bcp_client *c)
 {
@@ -175,10 +190,17 @@ static int client_state_set(struct bcp_client *c, enum bcp_client_state to)
 
 	switch (to) {
 	case BCP_CLIENT_READY:
-		ok = from == BCP_CLIENT_CONNECTING;
+		ok = from == BCP_CLIENT_CONNECTING ||
+		     from == BCP_CLIENT_RESUMING;
 		break;
 	case BCP_CLIENT_BROKEN:
 		ok = from == BCP_CLIENT_READY;
+		break;
+	case BCP_CLIENT_PAUSED:
+		ok = from == BCP_CLIENT_READY || from == BCP_CLIENT_RESUMING;
+		break;
+	case BCP_CLIENT_RESUMING:
+		ok = from == BCP_CLIENT_PAUSED;
 		break;
 	case BCP_CLIENT_CLOSING:
 		ok = from != BCP_CLIENT_CLOSING;
@@ -203,9 +225,17 @@ static void deadline_after(struct timespec *ts, int ms)
 	}
 }
 
+/* Called with wlock held: the connection is lost and being sought. */
+static int client_paused(const struct bcp_client *c)
+{
+	return c->state == BCP_CLIENT_PAUSED ||
+	       c->state == BCP_CLIENT_RESUMING;
+}
+
 /*
- * Take a free slot, waiting for one (until deadline, if not NULL).  Called
- * with wlock held.  NULL with *err = -ENOTCONN or -ETIMEDOUT.
+ * Take a free slot, waiting for one (until deadline, if not NULL; a pause
+ * waits for its end without one).  Called with wlock held.  NULL with
+ * *err = -ENOTCONN, -ETIMEDOUT or, after a pause ran out, -EIO.
  */
 static struct bcp_wslot *slot_get_locked(struct bcp_client *c,
 					 const struct timespec *deadline,
@@ -214,19 +244,31 @@ static struct bcp_wslot *slot_get_locked(struct bcp_client *c,
 	struct bcp_wslot *s;
 	uint32_t i;
 
-	while (c->state == BCP_CLIENT_READY &&
-	       c->free_slot == BCP_POOL_NONE) {
+	for (;;) {
+		if (c->state == BCP_CLIENT_READY &&
+		    c->free_slot != BCP_POOL_NONE)
+			break;
+		if (client_paused(c) && c->expired) {
+			*err = -EIO;
+			return NULL;
+		}
+		if (client_paused(c)) {
+			pthread_cond_wait(&c->slot_cond, &c->wlock);
+			continue;
+		}
+		if (c->state != BCP_CLIENT_READY) {
+			*err = -ENOTCONN;
+			return NULL;
+		}
 		if (!deadline) {
 			pthread_cond_wait(&c->slot_cond, &c->wlock);
 		} else if (pthread_cond_timedwait(&c->slot_cond, &c->wlock,
-						  deadline) == ETIMEDOUT) {
+						  deadline) == ETIMEDOUT &&
+			   c->state == BCP_CLIENT_READY &&
+			   c->free_slot == BCP_POOL_NONE) {
 			*err = -ETIMEDOUT;
 			return NULL;
 		}
-	}
-	if (c->state != BCP_CLIENT_READY) {
-		*err = -ENOTCONN;
-		return NULL;
 	}
 	i = c->free_slot;
 	s = &c->slots[i];
@@ -241,6 +283,9 @@ static struct bcp_wslot *slot_get_locked(struct bcp_client *c,
 	s->count = 0;
 	s->handle = 0;
 	s->plus = 0;
+	s->resend = 0;
+	s->frame_len = 0;
+	s->epoch = c->epoch;
 	s->start_ms = client_now_ms();
 	c->nbusy++;
 	return s;
@@ -255,6 +300,8 @@ static void slot_put_locked(struct bcp_client *c, struct bcp_wslot *s)
 	s->call = NULL;
 	s->rep = NULL;
 	s->rbuf = NULL;
+	s->resend = 0;
+	s->frame_len = 0;
 	s->next_free = c->free_slot;
 	c->free_slot = (uint32_t)(s - c->slots);
 	c->nbusy--;
@@ -313,6 +360,7 @@ static void client_fail_all(struct bcp_client *c, enum bcp_client_state to,
 	c->nposts = 0;
 	for (i = 0; i < c->nslots; i++) {
 		s = &c->slots[i];
+		s->resend = 0;
 		if (s->kind == BCP_WSLOT_CALL && !s->done) {
 			s->result = -ENOTCONN;
 			s->done = 1;
@@ -334,6 +382,7 @@ static void client_fail_all(struct bcp_client *c, enum bcp_client_state to,
 	pthread_cond_broadcast(&c->slot_cond);
 	pthread_cond_broadcast(&c->fcond);
 	pthread_cond_broadcast(&c->qcond);
+	pthread_cond_broadcast(&c->rcond);
 	pthread_mutex_unlock(&c->wlock);
 	pthread_mutex_unlock(&c->qlock);
 
@@ -352,9 +401,173 @@ static void client_fail_all(struct bcp_client *c, enum bcp_client_state to,
 	}
 }
 
+/* Put ios back at the front of their queue.  Called with qlock held. */
+static void queue_requeue_locked(struct bcp_client *c, struct bcp_io *head)
+{
+	struct bcp_io *io, *next;
+	struct bcp_io *h[2] = { NULL, NULL }, **t[2] = { &h[0], &h[1] };
+	struct bcp_io *last[2] = { NULL, NULL };
+	uint32_t n[2] = { 0, 0 };
+	int k;
+
+	for (io = head; io; io = next) {
+		next = io->next;
+		k = io->op == BCP_OP_BATCH_PUSH;
+		io->next = NULL;
+		*t[k] = io;
+		t[k] = &io->next;
+		last[k] = io;
+		n[k]++;
+	}
+	for (k = 0; k < 2; k++) {
+		if (!h[k])
+			continue;
+		*t[k] = c->qhead[k];
+		if (!c->qhead[k])
+			c->qtail[k] = last[k];
+		c->qhead[k] = h[k];
+		c->qlen[k] += n[k];
+	}
+}
+
+/*
+ * The connection of epoch is lost and reconnect is on: pause.  Calls keep
+ * waiting and are sent again on the next connection; in-flight batches go
+ * back to the queue; abandoned requests are dropped (the agent's session
+ * that held them is gone, and the host resumes its handles and open files
+ * from its own tables); queued FORGETs and posts are dropped for the same
+ * reason.  Wakes the reconnect thread.
+ */
+static void client_pause(struct bcp_client *c, const char *why,
+			 uint64_t epoch)
+{
+	struct bcp_wslot *s;
+	int was_ready;
+	uint32_t i;
+
+	pthread_mutex_lock(&c->qlock);
+	pthread_mutex_lock(&c->wlock);
+	if (c->epoch != epoch || !(c->state == BCP_CLIENT_READY ||
+				   c->state == BCP_CLIENT_RESUMING)) {
+		pthread_mutex_unlock(&c->wlock);
+		pthread_mutex_unlock(&c->qlock);
+		return;
+	}
+	was_ready = c->state == BCP_CLIENT_READY;
+	client_state_set(c, BCP_CLIENT_PAUSED);
+	if (was_ready) {
+		c->pause_start_ms = client_now_ms();
+		c->expired = 0;
+	}
+	c->nforgets = 0;
+	c->nposts = 0;
+	for (i = 0; i < c->nslots; i++) {
+		s = &c->slots[i];
+		if ((s->kind == BCP_WSLOT_CALL && !s->done) ||
+		    s->kind == BCP_WSLOT_ACALL) {
+			s->resend = 1;
+		} else if (s->kind == BCP_WSLOT_BATCH) {
+			queue_requeue_locked(c, s->head);
+			slot_put_locked(c, s);
+		} else if (s->kind == BCP_WSLOT_ABANDONED) {
+			slot_put_locked(c, s);
+		}
+	}
+	pthread_cond_broadcast(&c->fcond);
+	pthread_cond_broadcast(&c->rcond);
+	pthread_mutex_unlock(&c->wlock);
+	pthread_mutex_unlock(&c->qlock);
+
+	if (was_ready)
+		bcp_client_logf(LOG_WARNING,
+				"agent connection lost: %s; pausing requests",
+				why ? why : "unknown cause");
+	else
+		bcp_client_logf(LOG_INFO,
+				"agent connection lost again while resuming: %s",
+				why ? why : "unknown cause");
+	/* every thread of the lost connection leaves its blocking read */
+	if (c->ctl >= 0)
+		shutdown(c->ctl, SHUT_RDWR);
+	if (c->data >= 0)
+		shutdown(c->data, SHUT_RDWR);
+}
+
+/*
+ * The pause ran past reconnect_timeout_ms: what waits fails with -EIO,
+ * and so does every new request until a connection is back.  Reconnect
+ * thread only.
+ */
+static void client_expire(struct bcp_client *c)
+{
+	struct bcp_io *list = NULL, **tail = &list;
+	struct bcp_call *calls = NULL, *call;
+	struct bcp_wslot *s;
+	uint32_t i;
+	int k;
+
+	pthread_mutex_lock(&c->qlock);
+	pthread_mutex_lock(&c->wlock);
+	if (!client_paused(c) || c->expired) {
+		pthread_mutex_unlock(&c->wlock);
+		pthread_mutex_unlock(&c->qlock);
+		return;
+	}
+	c->expired = 1;
+	for (k = 0; k < 2; k++) {
+		if (!c->qhead[k])
+			continue;
+		*tail = c->qhead[k];
+		tail = &c->qtail[k]->next;
+		c->qhead[k] = NULL;
+		c->qtail[k] = NULL;
+		c->qlen[k] = 0;
+	}
+	for (i = 0; i < c->nslots; i++) {
+		s = &c->slots[i];
+		s->resend = 0;
+		if (s->kind == BCP_WSLOT_CALL && !s->done) {
+			s->result = -EIO;
+			s->done = 1;
+			pthread_cond_signal(&s->cond);
+		} else if (s->kind == BCP_WSLOT_ACALL) {
+			s->call->next = calls;
+			calls = s->call;
+			slot_put_locked(c, s);
+		}
+	}
+	pthread_cond_broadcast(&c->slot_cond);
+	pthread_mutex_unlock(&c->wlock);
+	pthread_mutex_unlock(&c->qlock);
+
+	bcp_client_logf(LOG_WARNING,
+			"agent at %s still unreachable after %d ms: requests fail with EIO until it is back",
+			c->addr_str, c->opts.reconnect_timeout_ms);
+	io_list_complete(list, -EIO);
+	while ((call = calls)) {
+		calls = call->next;
+		call->done(call, -EIO);
+	}
+}
+
+/* The connection of epoch is lost: pause, or fail everything. */
+static void client_lost_epoch(struct bcp_client *c, const char *why,
+			      uint64_t epoch)
+{
+	if (c->opts.reconnect_timeout_ms > 0)
+		client_pause(c, why, epoch);
+	else
+		client_fail_all(c, BCP_CLIENT_BROKEN, why);
+}
+
 void bcp_client_break(struct bcp_client *c, const char *why)
 {
-	client_fail_all(c, BCP_CLIENT_BROKEN, why);
+	uint64_t epoch;
+
+	pthread_mutex_lock(&c->wlock);
+	epoch = c->epoch;
+	pthread_mutex_unlock(&c->wlock);
+	client_lost_epoch(c, why, epoch);
 }
 
 /* ---- handshake ------------------------------------------------------- */
@@ -447,6 +660,7 @@ static int client_hello(struct bcp_client *c, uint64_t want, char *err,
 	req.u.hello_req.ver_max = BCP_VERSION_MAX;
 	req.u.hello_req.features = want;
 	memcpy(req.u.hello_req.nonce, c->nonce_c, BCP_NONCE_LEN);
+	memcpy(req.u.hello_req.client, c->client_id, BCP_CLIENT_ID_LEN);
 	ret = bcp_client_rpc_sync(c, c->ctl, &req, -1, &rep, buf, sizeof(buf),
 				  &status, err, errlen);
 	if (ret == -EPROTO) {
@@ -747,6 +961,16 @@ static int recv_dispatch(struct bcp_client *c, const struct bcp_hdr *h,
 	}
 
 	pthread_mutex_lock(&c->wlock);
+	if (c->state == BCP_CLIENT_PAUSED) {
+		/*
+		 * Read before the loss was noticed: what it answers is sent
+		 * again on the next connection, and answered there.
+		 */
+		pthread_mutex_unlock(&c->wlock);
+		snprintf(msg, msglen, "connection to agent at %s lost",
+			 c->addr_str);
+		return -ENOTCONN;
+	}
 	s = &c->slots[idx];
 	if (s->req_id != h->req_id || (s->kind != BCP_WSLOT_CALL &&
 				       s->kind != BCP_WSLOT_ACALL &&
@@ -857,8 +1081,11 @@ static void *receiver_main(void *arg)
 
 /* ---- sender ---------------------------------------------------------- */
 
-/* A send failed: everything in flight fails with -ENOTCONN. No lock held. */
-static void client_lost(struct bcp_client *c, int err)
+/*
+ * A send on the connection of epoch failed: everything in flight fails
+ * with -ENOTCONN, or (reconnect) the session pauses.  No lock held.
+ */
+static void client_lost(struct bcp_client *c, int err, uint64_t epoch)
 {
 	char msg[512];
 
@@ -869,7 +1096,7 @@ static void client_lost(struct bcp_client *c, int err)
 	else
 		snprintf(msg, sizeof(msg), "connection to agent at %s lost: %s",
 			 c->addr_str, strerror(-err));
-	bcp_client_break(c, msg);
+	client_lost_epoch(c, msg, epoch);
 }
 
 /*
@@ -908,35 +1135,86 @@ static int client_send_timed(struct bcp_client *c, const void *buf,
 	return 0;
 }
 
-static int send_frame(struct bcp_client *c, const void *buf, size_t len)
+/*
+ * Send a frame meant for the connection of epoch; when that one is gone
+ * already, nothing is sent (what needs it goes out again on the next).
+ */
+static int send_frame(struct bcp_client *c, const void *buf, size_t len,
+		      uint64_t epoch)
 {
-	int ret;
+	int ret = 0;
 
 	pthread_mutex_lock(&c->send_lock);
-	ret = client_send_timed(c, buf, len);
+	if (c->epoch == epoch)
+		ret = client_send_timed(c, buf, len);
 	pthread_mutex_unlock(&c->send_lock);
 	if (ret < 0)
-		client_lost(c, ret);
+		client_lost(c, ret, epoch);
 	return ret;
 }
 
 /*
- * Encode req into sbuf and send it.  A failed send breaks the connection,
- * which fails req too if it is tracked, and counts as sent: returns 0, or
- * the encoder's -errno when nothing was sent.  No lock held.
+ * Encode req into sbuf and send it on the connection of epoch.  A failed
+ * send breaks the connection, which fails req too if it is tracked, and
+ * counts as sent: returns 0, or the encoder's -errno when nothing was
+ * sent.  No lock held.
  */
-static int send_msg(struct bcp_client *c, struct bcp_msg *req)
+static int send_msg(struct bcp_client *c, struct bcp_msg *req,
+		    uint64_t epoch)
 {
 	int len, ret = 0;
 
 	pthread_mutex_lock(&c->send_lock);
 	len = bcp_encode(c->sbuf, BCP_FRAME_MAX, req);
-	if (len >= 0)
+	if (len >= 0 && c->epoch == epoch)
 		ret = client_send_timed(c, c->sbuf, (size_t)len);
 	pthread_mutex_unlock(&c->send_lock);
 	if (ret < 0)
-		client_lost(c, ret);
+		client_lost(c, ret, epoch);
 	return len < 0 ? len : 0;
+}
+
+/*
+ * Reconnect: encode req into its slot, where it stays until answered, to
+ * be sent again on a new connection.  Called with wlock held.  0 or the
+ * encoder's -errno.
+ */
+static int slot_keep_locked(struct bcp_wslot *s, struct bcp_msg *req)
+{
+	int len;
+
+	len = bcp_encode(s->keep, BCP_CLIENT_KEEP_LEN, req);
+	if (len == -EMSGSIZE) {
+		/* a large request (SETXATTR, SYMLINK): rare, kept after */
+		if (!s->keep_big)
+			s->keep_big = malloc(BCP_FRAME_MAX);
+		if (!s->keep_big)
+			return -ENOMEM;
+		len = bcp_encode(s->keep_big, BCP_FRAME_MAX, req);
+		if (len < 0)
+			return len;
+		s->frame = s->keep_big;
+	} else if (len < 0) {
+		return len;
+	} else {
+		s->frame = s->keep;
+	}
+	s->frame_len = (uint32_t)len;
+	return 0;
+}
+
+/*
+ * Send the tracked request of slot s: its kept frame (reconnect) or req
+ * encoded now.  As send_msg().  No lock held.
+ */
+static int send_slot(struct bcp_client *c, struct bcp_wslot *s,
+		     struct bcp_msg *req, uint64_t epoch)
+{
+	if (!c->keeps)
+		return send_msg(c, req, epoch);
+	/* the frame is the slot's until its reply; that comes after this */
+	send_frame(c, s->frame, s->frame_len, epoch);
+	return 0;
 }
 
 /* How often the sender looks for overdue requests: a quarter timeout. */
@@ -949,8 +1227,11 @@ static uint64_t sender_scan_period(const struct bcp_client *c)
 	return p > BCP_CLIENT_SCAN_MAX_MS ? BCP_CLIENT_SCAN_MAX_MS : p;
 }
 
-/* Send the n FORGETs copied to fbuf.  Called with no lock held. */
-static void sender_forget(struct bcp_client *c, uint32_t n)
+/*
+ * Send the n FORGETs copied to fbuf, queued for the connection of epoch.
+ * Called with no lock held.
+ */
+static void sender_forget(struct bcp_client *c, uint32_t n, uint64_t epoch)
 {
 	struct bcp_msg m;
 	int len;
@@ -965,7 +1246,7 @@ static void sender_forget(struct bcp_client *c, uint32_t n)
 				strerror(-len));
 		return;
 	}
-	send_frame(c, c->bbuf, (size_t)len);
+	send_frame(c, c->bbuf, (size_t)len, epoch);
 }
 
 /* Send one batch from the queues.  Called with no lock held. */
@@ -1028,11 +1309,22 @@ static void sender_batch(struct bcp_client *c)
 		len = bcp_encode(c->bbuf, BCP_FRAME_MAX, &m);
 	}
 
+	pthread_mutex_lock(&c->qlock);
 	pthread_mutex_lock(&c->wlock);
-	if (len < 0 || c->state != BCP_CLIENT_READY) {
+	if (len >= 0 && n && client_paused(c) && !c->expired) {
+		/* lost meanwhile: the I/Os wait for the next connection */
+		queue_requeue_locked(c, head);
 		slot_put_locked(c, s);
 		pthread_mutex_unlock(&c->wlock);
-		io_list_complete(head, len < 0 ? len : -ENOTCONN);
+		pthread_mutex_unlock(&c->qlock);
+		return;
+	}
+	pthread_mutex_unlock(&c->qlock);
+	if (len < 0 || c->state != BCP_CLIENT_READY) {
+		err = len < 0 ? len : client_paused(c) ? -EIO : -ENOTCONN;
+		slot_put_locked(c, s);
+		pthread_mutex_unlock(&c->wlock);
+		io_list_complete(head, err);
 		return;
 	}
 	s->kind = BCP_WSLOT_BATCH;
@@ -1043,7 +1335,7 @@ static void sender_batch(struct bcp_client *c)
 
 	__atomic_fetch_add(&c->stats.batches, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&c->stats.segments, n, __ATOMIC_RELAXED);
-	send_frame(c, c->bbuf, (size_t)len);
+	send_frame(c, c->bbuf, (size_t)len, s->epoch);
 }
 
 /*
@@ -1059,6 +1351,7 @@ static void sender_scan(struct bcp_client *c)
 	struct bcp_call *calls = NULL, *call;
 	struct bcp_wslot *s;
 	uint16_t late_op = 0;
+	uint64_t epoch;
 	char msg[512];
 	uint32_t i;
 
@@ -1067,6 +1360,12 @@ static void sender_scan(struct bcp_client *c)
 	limit = (uint64_t)c->opts.timeout_ms;
 	c->next_scan_ms = now + sender_scan_period(c);
 	pthread_mutex_lock(&c->wlock);
+	if (c->state != BCP_CLIENT_READY) {
+		/* no per-request timeout runs while the connection is away */
+		pthread_mutex_unlock(&c->wlock);
+		return;
+	}
+	epoch = c->epoch;
 	/*
 	 * Read the clock under the lock: a slot taken while this thread
 	 * waited for it is newer than a clock read before, and now minus
@@ -1096,7 +1395,7 @@ static void sender_scan(struct bcp_client *c)
 			 "agent at %s did not complete a %s within %d ms: connection given up",
 			 c->addr_str, bcp_op_name(late_op),
 			 c->opts.timeout_ms);
-		bcp_client_break(c, msg);
+		client_lost_epoch(c, msg, epoch);
 	}
 }
 
@@ -1104,13 +1403,24 @@ static void *sender_main(void *arg)
 {
 	struct bcp_client *c = arg;
 	struct timespec ts;
+	uint64_t epoch;
 	uint32_t n, k, busy;
 	int idle = 0, r;
 	long ns;
 
 	client_worker_of = c;
 	pthread_mutex_lock(&c->qlock);
-	while (c->state == BCP_CLIENT_READY) {
+	while (c->state != BCP_CLIENT_BROKEN &&
+	       c->state != BCP_CLIENT_CLOSING) {
+		if (c->state != BCP_CLIENT_READY) {
+			/* paused: nothing goes out until it is back */
+			c->sender_sleeping = 1;
+			pthread_cond_wait(&c->qcond, &c->qlock);
+			c->sender_sleeping = 0;
+			continue;
+		}
+		/* epoch does not change while qlock is held */
+		epoch = c->epoch;
 		if (c->nposts) {
 			k = c->post_head;
 			n = c->post_len[k];
@@ -1119,7 +1429,7 @@ static void *sender_main(void *arg)
 			c->post_head = (k + 1) % BCP_CLIENT_POSTQ;
 			c->nposts--;
 			pthread_mutex_unlock(&c->qlock);
-			send_frame(c, c->bbuf, n);
+			send_frame(c, c->bbuf, n, epoch);
 			pthread_mutex_lock(&c->qlock);
 			continue;
 		}
@@ -1134,7 +1444,7 @@ static void *sender_main(void *arg)
 			idle = 0;
 			pthread_cond_broadcast(&c->fcond);
 			pthread_mutex_unlock(&c->qlock);
-			sender_forget(c, n);
+			sender_forget(c, n, epoch);
 			pthread_mutex_lock(&c->qlock);
 			continue;
 		}
@@ -1193,9 +1503,12 @@ static void client_free(struct bcp_client *c)
 	bcp_client_xfer_teardown(c);
 	if (c->ctl >= 0)
 		close(c->ctl);
-	for (i = 0; i < c->nslots; i++)
+	for (i = 0; i < c->nslots; i++) {
 		pthread_cond_destroy(&c->slots[i].cond);
+		free(c->slots[i].keep_big);
+	}
 	free(c->slots);
+	free(c->keeps);
 	free(c->dbuf);
 	free(c->fbuf);
 	free(c->segs);
@@ -1208,6 +1521,7 @@ static void client_free(struct bcp_client *c)
 	pthread_mutex_destroy(&c->send_lock);
 	pthread_cond_destroy(&c->slot_cond);
 	pthread_cond_destroy(&c->fcond);
+	pthread_cond_destroy(&c->rcond);
 	pthread_mutex_destroy(&c->wlock);
 	pthread_cond_destroy(&c->qcond);
 	pthread_mutex_destroy(&c->qlock);
@@ -1233,6 +1547,7 @@ static struct bcp_client *client_alloc(void)
 	pthread_mutex_init(&c->wlock, NULL);
 	pthread_cond_init(&c->slot_cond, &ca);
 	pthread_cond_init(&c->fcond, &ca);
+	pthread_cond_init(&c->rcond, &ca);
 	pthread_mutex_init(&c->send_lock, NULL);
 	pthread_condattr_destroy(&ca);
 	return c;
@@ -1260,6 +1575,14 @@ static int client_alloc_buffers(struct bcp_client *c)
 		c->nslots = 0;
 		return -ENOMEM;
 	}
+	if (c->opts.reconnect_timeout_ms > 0) {
+		c->keeps = malloc((size_t)c->nslots * BCP_CLIENT_KEEP_LEN);
+		if (!c->keeps)
+			return -ENOMEM;
+		for (i = 0; i < c->nslots; i++)
+			c->slots[i].keep = c->keeps +
+					   (size_t)i * BCP_CLIENT_KEEP_LEN;
+	}
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	for (i = c->nslots; i-- > 0;) {
@@ -1279,6 +1602,8 @@ static int client_want(struct bcp_client *c, uint64_t *want, char *err,
 
 	*want = BCP_FEAT_READDIRPLUS | BCP_FEAT_COPY_RANGE |
 		BCP_FEAT_SETATTR_CTIME;
+	if (c->opts.reconnect_timeout_ms > 0)
+		*want |= BCP_FEAT_RESUME;
 	switch (c->opts.transport) {
 	case BCP_XFER_AUTO:
 		*want |= BCP_FEAT_TCP_DATA | (is_unix ? BCP_FEAT_SHM : 0);
@@ -1373,6 +1698,308 @@ int bcp_client_thread_start(struct bcp_client *c, pthread_t *th, int *have,
 	return 0;
 }
 
+/* ---- reconnect ------------------------------------------------------- */
+
+#define BCP_CLIENT_BACKOFF_MIN_MS	50
+#define BCP_CLIENT_BACKOFF_MAX_MS	1000
+
+/*
+ * Join the threads of the lost connection and close it (the pool stays).
+ * The epoch moves on under all three locks: a frame meant for the old
+ * connection is never sent on the next one.  Reconnect thread only.
+ */
+static void reconn_drop(struct bcp_client *c)
+{
+	if (c->ctl >= 0)
+		shutdown(c->ctl, SHUT_RDWR);
+	if (c->data >= 0)
+		shutdown(c->data, SHUT_RDWR);
+	if (c->have_receiver) {
+		pthread_join(c->receiver, NULL);
+		c->have_receiver = 0;
+	}
+	if (c->have_data_thread) {
+		pthread_join(c->data_thread, NULL);
+		c->have_data_thread = 0;
+	}
+	pthread_mutex_lock(&c->qlock);
+	pthread_mutex_lock(&c->wlock);
+	pthread_mutex_lock(&c->send_lock);
+	c->epoch++;
+	if (c->ctl >= 0) {
+		close(c->ctl);
+		c->ctl = -1;
+	}
+	pthread_mutex_unlock(&c->send_lock);
+	pthread_mutex_unlock(&c->wlock);
+	pthread_mutex_unlock(&c->qlock);
+	bcp_client_xfer_disconnect(c);
+	c->rd.start = 0;
+	c->rd.end = 0;
+}
+
+/* Set the state under both locks; 1 when it changed. */
+static int reconn_state(struct bcp_client *c, enum bcp_client_state to)
+{
+	int ok;
+
+	pthread_mutex_lock(&c->qlock);
+	pthread_mutex_lock(&c->wlock);
+	ok = client_state_set(c, to);
+	pthread_mutex_unlock(&c->wlock);
+	pthread_mutex_unlock(&c->qlock);
+	return ok;
+}
+
+/*
+ * Send again, flagged BCP_HF_REPLAY with their req_ids, the requests the
+ * lost connections left unanswered.  The state is RESUMING: no caller
+ * takes a slot, so a slot marked resend is not reused before its frame is
+ * out.  0, or -ENOTCONN when this connection was lost too.
+ */
+static int reconn_replay(struct bcp_client *c, uint64_t epoch)
+{
+	struct bcp_wslot *s;
+	struct bcp_hdr h;
+	enum bcp_err why;
+	uint32_t i, n = 0;
+	int ret;
+
+	for (i = 0; i < c->nslots; i++) {
+		pthread_mutex_lock(&c->wlock);
+		s = &c->slots[i];
+		if (c->state != BCP_CLIENT_RESUMING) {
+			pthread_mutex_unlock(&c->wlock);
+			return -ENOTCONN;
+		}
+		if (!s->resend || !s->frame_len) {
+			pthread_mutex_unlock(&c->wlock);
+			continue;
+		}
+		s->resend = 0;
+		s->start_ms = client_now_ms();
+		pthread_mutex_unlock(&c->wlock);
+		if (bcp_hdr_check(s->frame, BCP_FRAME_MAX, &h, &why) == 0) {
+			h.flags |= BCP_HF_REPLAY;
+			bcp_enc_hdr(s->frame, &h);
+		}
+		n++;
+		ret = send_frame(c, s->frame, s->frame_len, epoch);
+		if (ret < 0)
+			return -ENOTCONN;
+	}
+	if (n)
+		bcp_client_logf(LOG_DEBUG, "agent at %s: %u requests sent again",
+				c->addr_str, n);
+	return 0;
+}
+
+/*
+ * One attempt: connect, HELLO, AUTH, the transport, resume, replay.  0
+ * when the session is READY again, or -errno with err set.
+ */
+static int reconn_once(struct bcp_client *c, uint64_t want, char *err,
+		       size_t errlen)
+{
+	enum bcp_transport t;
+	uint64_t epoch, root = c->root;
+	uint32_t i;
+	int fd, ret, one = 1;
+
+	fd = bcp_addr_connect(&c->addr, c->opts.timeout_ms);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot reach agent at %s: %s",
+			 c->addr_str, strerror(-fd));
+		return fd;
+	}
+	if (c->addr.family != AF_UNIX)
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	pthread_mutex_lock(&c->send_lock);
+	c->ctl = fd;
+	epoch = c->epoch;
+	pthread_mutex_unlock(&c->send_lock);
+
+	ret = client_hello(c, want, err, errlen);
+	if (!ret)
+		ret = client_auth(c, err, errlen);
+	if (!ret)
+		ret = client_choose(c, &t, err, errlen);
+	if (!ret && t != c->transport) {
+		snprintf(err, errlen,
+			 "agent at %s no longer offers transport %s",
+			 c->addr_str, bcp_transport_name(c->transport));
+		ret = -EOPNOTSUPP;
+	}
+	if (ret < 0)
+		return ret;
+	if (c->root != root) {
+		bcp_client_logf(LOG_WARNING,
+				"agent at %s has root handle %llu, was %llu",
+				c->addr_str, (unsigned long long)c->root,
+				(unsigned long long)root);
+		c->root = root;
+	}
+	if (c->hello.max_inflight < c->nslots)
+		bcp_client_logf(LOG_WARNING,
+				"agent at %s now takes %u requests in flight, fewer than %u",
+				c->addr_str, c->hello.max_inflight, c->nslots);
+	ret = bcp_client_xfer_reconnect(c, err, errlen);
+	if (ret < 0)
+		return ret;
+	if (!reconn_state(c, BCP_CLIENT_RESUMING)) {
+		snprintf(err, errlen, "closing");
+		return -ECANCELED;
+	}
+	c->resumed_noted = 0;
+	if (c->opts.resume) {
+		client_resumer_of = c;
+		ret = c->opts.resume(c, c->opts.resume_arg);
+		client_resumer_of = NULL;
+		if (ret < 0) {
+			snprintf(err, errlen, "resuming on agent at %s: %s",
+				 c->addr_str, strerror(-ret));
+			client_pause(c, err, epoch);
+			return ret;
+		}
+	}
+	ret = bcp_client_thread_start(c, &c->receiver, &c->have_receiver,
+				      receiver_main, "bcp-recv");
+	if (!ret)
+		ret = bcp_client_xfer_start(c);
+	if (ret < 0) {
+		snprintf(err, errlen, "cannot start client threads: %s",
+			 strerror(-ret));
+		client_pause(c, err, epoch);
+		return ret;
+	}
+	ret = reconn_replay(c, epoch);
+	if (ret < 0) {
+		snprintf(err, errlen, "connection to agent at %s lost again",
+			 c->addr_str);
+		return ret;
+	}
+	pthread_mutex_lock(&c->qlock);
+	pthread_mutex_lock(&c->wlock);
+	ret = client_state_set(c, BCP_CLIENT_READY) ? 0 : -ENOTCONN;
+	if (!ret) {
+		c->expired = 0;
+		/* calls waiting out the pause start their timeout again */
+		for (i = 0; i < c->nslots; i++)
+			if (c->slots[i].kind == BCP_WSLOT_CALL)
+				pthread_cond_signal(&c->slots[i].cond);
+		pthread_cond_broadcast(&c->slot_cond);
+		pthread_cond_broadcast(&c->qcond);
+		c->sender_sleeping = 0;
+	}
+	pthread_mutex_unlock(&c->wlock);
+	pthread_mutex_unlock(&c->qlock);
+	if (ret < 0)
+		snprintf(err, errlen, "connection to agent at %s lost again",
+			 c->addr_str);
+	return ret;
+}
+
+/* The line that ends an outage of ms milliseconds. */
+static void reconn_log_restored(struct bcp_client *c, uint64_t ms)
+{
+	char what[128] = "";
+
+	if (c->resumed_noted)
+		snprintf(what, sizeof(what),
+			 " (%llu handles and %llu open files resumed)",
+			 (unsigned long long)c->resumed_handles,
+			 (unsigned long long)c->resumed_files);
+	bcp_client_logf(LOG_WARNING,
+			"agent connection restored after %llu.%03llu s%s",
+			(unsigned long long)(ms / 1000),
+			(unsigned long long)(ms % 1000), what);
+}
+
+static void *reconn_main(void *arg)
+{
+	struct bcp_client *c = arg;
+	uint64_t want, now, next, end, start;
+	struct timespec ts;
+	int delay, ret, last_err = 0;
+	char err[512];
+
+	if (client_want(c, &want, err, sizeof(err)) < 0)
+		return NULL;
+	pthread_mutex_lock(&c->wlock);
+	for (;;) {
+		while (c->state == BCP_CLIENT_READY ||
+		       c->state == BCP_CLIENT_CONNECTING)
+			pthread_cond_wait(&c->rcond, &c->wlock);
+		if (c->state != BCP_CLIENT_PAUSED)
+			break;
+		start = c->pause_start_ms;
+		pthread_mutex_unlock(&c->wlock);
+
+		delay = BCP_CLIENT_BACKOFF_MIN_MS;
+		for (;;) {
+			reconn_drop(c);
+			ret = reconn_once(c, want, err, sizeof(err));
+			if (ret == 0)
+				break;
+			if (ret == -ECANCELED)
+				break;
+			/* a refusal is said once an outage, the rest is noise */
+			if ((ret == -EACCES || ret == -EPROTONOSUPPORT ||
+			     ret == -EOPNOTSUPP) && ret != last_err)
+				bcp_client_logf(LOG_WARNING,
+						"agent still down: %s", err);
+			else
+				bcp_client_logf(LOG_DEBUG,
+						"agent still down: %s", err);
+			last_err = ret;
+			now = client_now_ms();
+			next = now + (uint64_t)delay;
+			end = start + (uint64_t)c->opts.reconnect_timeout_ms;
+			pthread_mutex_lock(&c->wlock);
+			if (!c->expired && end < next)
+				next = end > now ? end : now;
+			if (c->state == BCP_CLIENT_PAUSED) {
+				ts.tv_sec = (time_t)(next / 1000);
+				ts.tv_nsec = (long)(next % 1000) * 1000000L;
+				pthread_cond_timedwait(&c->rcond, &c->wlock,
+						       &ts);
+			}
+			if (c->state != BCP_CLIENT_PAUSED) {
+				pthread_mutex_unlock(&c->wlock);
+				break;
+			}
+			pthread_mutex_unlock(&c->wlock);
+			if (client_now_ms() >= end)
+				client_expire(c);
+			if (client_now_ms() >= next) {
+				delay *= 2;
+				if (delay > BCP_CLIENT_BACKOFF_MAX_MS)
+					delay = BCP_CLIENT_BACKOFF_MAX_MS;
+			}
+		}
+		if (ret == 0) {
+			last_err = 0;
+			reconn_log_restored(c, client_now_ms() - start);
+		}
+		pthread_mutex_lock(&c->wlock);
+	}
+	pthread_mutex_unlock(&c->wlock);
+	return NULL;
+}
+
+void bcp_client_resumed(struct bcp_client *c, uint64_t handles,
+			uint64_t files)
+{
+	c->resumed_handles = handles;
+	c->resumed_files = files;
+	c->resumed_noted = 1;
+}
+
+const uint8_t *bcp_client_id(const struct bcp_client *c)
+{
+	return c->client_id;
+}
+
 static int client_start_threads(struct bcp_client *c)
 {
 	int ret;
@@ -1382,11 +2009,15 @@ static int client_start_threads(struct bcp_client *c)
 	if (!ret)
 		ret = bcp_client_thread_start(c, &c->sender, &c->have_sender,
 					      sender_main, "bcp-send");
+	if (!ret && c->opts.reconnect_timeout_ms > 0)
+		ret = bcp_client_thread_start(c, &c->reconn, &c->have_reconn,
+					      reconn_main, "bcp-reconn");
 	return ret ? ret : bcp_client_xfer_start(c);
 }
 
-int bcp_client_connect(const struct bcp_client_opts *o,
-		       struct bcp_client **out, char *err, size_t errlen)
+static int client_connect_once(const struct bcp_client_opts *o,
+			       struct bcp_client **out, char *err,
+			       size_t errlen)
 {
 	enum bcp_transport t;
 	struct bcp_client *c;
@@ -1449,6 +2080,12 @@ int bcp_client_connect(const struct bcp_client_opts *o,
 	ret = client_want(c, &want, err, errlen);
 	if (ret < 0)
 		goto out_free;
+	ret = bcp_random(c->client_id, sizeof(c->client_id));
+	if (ret < 0) {
+		snprintf(err, errlen, "cannot draw a client id: %s",
+			 strerror(-ret));
+		goto out_free;
+	}
 
 	c->ctl = bcp_addr_connect(&c->addr, c->opts.timeout_ms);
 	if (c->ctl < 0) {
@@ -1516,6 +2153,31 @@ out_free:
 	return ret;
 }
 
+/* Handshakes cut short, tried again with reconnect: 50 ms doubling, 3 s. */
+#define BCP_CLIENT_CONNECT_TRIES	6
+
+int bcp_client_connect(const struct bcp_client_opts *o,
+		       struct bcp_client **out, char *err, size_t errlen)
+{
+	int ret, i;
+
+	/*
+	 * An agent under a flood of half-open handshakes drops the oldest
+	 * to make room: with reconnect, a connection closed during the
+	 * handshake is worth a few more tries.  Anything else (no agent, a
+	 * wrong secret, no common version) is said at once.
+	 */
+	for (i = 0;; i++) {
+		ret = client_connect_once(o, out, err, errlen);
+		if (ret != -ECONNRESET || !o || o->reconnect_timeout_ms <= 0 ||
+		    i + 1 >= BCP_CLIENT_CONNECT_TRIES)
+			return ret;
+		bcp_client_logf(LOG_DEBUG, "%s; trying again",
+				err ? err : "handshake cut short");
+		usleep(50000u << i);
+	}
+}
+
 void bcp_client_destroy(struct bcp_client *c)
 {
 	struct bcp_msg req, rep;
@@ -1532,6 +2194,9 @@ void bcp_client_destroy(struct bcp_client *c)
 	}
 	client_fail_all(c, BCP_CLIENT_CLOSING, NULL);
 	bcp_pool_close(&c->pool);
+	/* before the others: it may start a receiver and a data thread */
+	if (c->have_reconn)
+		pthread_join(c->reconn, NULL);
 	if (c->ctl >= 0)
 		shutdown(c->ctl, SHUT_RDWR);
 	if (c->data >= 0)
@@ -1562,13 +2227,54 @@ const struct bcp_hello_rep *bcp_client_hello(const struct bcp_client *c)
 	return &c->hello;
 }
 
+/*
+ * A call from the resume callback: straight on the new connection, which
+ * no other thread reads or writes yet.  Its req_ids have generation 0,
+ * which no slot's has.
+ */
+static int client_call_resume(struct bcp_client *c, struct bcp_msg *req,
+			      struct bcp_msg *rep, void *rbuf, size_t rcap)
+{
+	enum bcp_err why = BCP_E_OK;
+	int n, ret;
+
+	req->hdr.req_id = ++c->resume_seq & 0xffffffffu;
+	__atomic_fetch_add(&c->stats.calls, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&c->send_lock);
+	n = bcp_encode(c->sbuf, BCP_FRAME_MAX, req);
+	ret = n < 0 ? n : bcp_frame_send(c->ctl, c->sbuf, (size_t)n, -1);
+	pthread_mutex_unlock(&c->send_lock);
+	if (n < 0)
+		return n;
+	if (ret < 0)
+		return -ENOTCONN;
+	n = bcp_frame_recv(c->ctl, rbuf, rcap, NULL, c->opts.timeout_ms,
+			   &why);
+	if (n == -EMSGSIZE)
+		return -EMSGSIZE;
+	if (n <= 0)
+		return n == -ETIMEDOUT ? n : -ENOTCONN;
+	if (bcp_decode(rbuf, (size_t)n, rep, &why) < 0 ||
+	    !(rep->hdr.flags & BCP_HF_REPLY) ||
+	    rep->hdr.opcode != req->hdr.opcode ||
+	    rep->hdr.req_id != req->hdr.req_id) {
+		bcp_client_logf(LOG_WARNING,
+				"bad reply from agent at %s to %s while resuming",
+				c->addr_str, bcp_op_name(req->hdr.opcode));
+		return -EIO;
+	}
+	return rep->hdr.status;
+}
+
 int bcp_client_call(struct bcp_client *c, struct bcp_msg *req,
 		    struct bcp_msg *rep, void *rbuf, size_t rcap)
 {
 	struct timespec deadline, *dl = NULL;
 	struct bcp_wslot *s;
-	int ret, len;
+	int ret, len, paused = 0;
 
+	if (client_resumer_of == c)
+		return client_call_resume(c, req, rep, rbuf, rcap);
 	if (c->opts.timeout_ms > 0) {
 		deadline_after(&deadline, c->opts.timeout_ms);
 		dl = &deadline;
@@ -1588,21 +2294,32 @@ int bcp_client_call(struct bcp_client *c, struct bcp_msg *req,
 	s->rcap = rcap;
 	s->result = 0;
 	req->hdr.req_id = s->req_id;
+	len = c->keeps ? slot_keep_locked(s, req) : 0;
 	pthread_mutex_unlock(&c->wlock);
 
 	/* a lost connection wakes this call too, with -ENOTCONN */
-	len = send_msg(c, req);
+	if (len == 0)
+		len = send_slot(c, s, req, s->epoch);
 
 	pthread_mutex_lock(&c->wlock);
 	if (len < 0) {
 		ret = len;
 	} else {
 		while (!s->done) {
+			if (client_paused(c)) {
+				/* no timeout runs while the agent is away */
+				pthread_cond_wait(&s->cond, &c->wlock);
+				paused = 1;
+				continue;
+			}
+			if (paused && dl)
+				deadline_after(&deadline, c->opts.timeout_ms);
+			paused = 0;
 			if (!dl) {
 				pthread_cond_wait(&s->cond, &c->wlock);
 			} else if (pthread_cond_timedwait(&s->cond, &c->wlock,
 							  dl) == ETIMEDOUT &&
-				   !s->done) {
+				   !s->done && !client_paused(c)) {
 				break;
 			}
 		}
@@ -1624,7 +2341,7 @@ int bcp_client_call_async(struct bcp_client *c, struct bcp_msg *req,
 			  struct bcp_call *call)
 {
 	struct bcp_wslot *s;
-	uint64_t id;
+	uint64_t id, epoch;
 	int ret, len;
 
 	__atomic_fetch_add(&c->stats.calls, 1, __ATOMIC_RELAXED);
@@ -1639,9 +2356,14 @@ int bcp_client_call_async(struct bcp_client *c, struct bcp_msg *req,
 	slot_note_req(s, req);
 	s->call = call;
 	req->hdr.req_id = id = s->req_id;
+	epoch = s->epoch;
+	len = c->keeps ? slot_keep_locked(s, req) : 0;
 	pthread_mutex_unlock(&c->wlock);
 
-	len = send_msg(c, req);
+	/* s may be answered and reused as soon as the frame is out */
+	if (len == 0)
+		len = c->keeps ? send_slot(c, s, req, epoch) :
+				 send_msg(c, req, epoch);
 	if (len < 0) {
 		/* unless a lost connection already failed it, take it back */
 		ret = 0;
@@ -1701,6 +2423,7 @@ static void client_dropped(struct bcp_client *c, const char *what)
 int bcp_client_post(struct bcp_client *c, struct bcp_msg *req)
 {
 	enum bcp_client_state state;
+	uint64_t epoch;
 	int ret, wake;
 
 	req->hdr.req_id = BCP_REQ_UNTRACKED |
@@ -1724,10 +2447,11 @@ int bcp_client_post(struct bcp_client *c, struct bcp_msg *req)
 	}
 	pthread_mutex_lock(&c->wlock);
 	state = c->state;
+	epoch = c->epoch;
 	pthread_mutex_unlock(&c->wlock);
 	if (state != BCP_CLIENT_READY)
 		return -ENOTCONN;
-	return send_msg(c, req);
+	return send_msg(c, req, epoch);
 }
 
 static void client_post_release(struct bcp_client *c, uint16_t op,
@@ -1808,6 +2532,7 @@ static int client_send_direct(struct bcp_client *c, struct bcp_io *io)
 	struct bcp_wslot *s;
 	struct bcp_seg seg;
 	struct bcp_msg m;
+	uint64_t epoch;
 	int len, err;
 
 	pthread_mutex_lock(&c->wlock);
@@ -1824,6 +2549,7 @@ static int client_send_direct(struct bcp_client *c, struct bcp_io *io)
 	s->op = io->op;
 	s->head = io;
 	s->count = 1;
+	epoch = s->epoch;
 	pthread_mutex_unlock(&c->wlock);
 
 	seg.fh = io->fh;
@@ -1840,9 +2566,9 @@ static int client_send_direct(struct bcp_client *c, struct bcp_io *io)
 	__atomic_fetch_add(&c->stats.segments, 1, __ATOMIC_RELAXED);
 
 	/* from here on the receiver may complete io at any time */
-	len = send_msg(c, &m);
+	len = send_msg(c, &m, epoch);
 	if (len < 0)
-		client_lost(c, len);	/* fails the slot, and so io */
+		client_lost(c, len, epoch);	/* fails the slot, and io */
 	return 0;
 }
 
@@ -1873,13 +2599,15 @@ void bcp_client_submit(struct bcp_client *c, struct bcp_io *io)
 	io->next = NULL;
 
 	pthread_mutex_lock(&c->qlock);
-	if (c->state != BCP_CLIENT_READY) {
+	if (c->state != BCP_CLIENT_READY &&
+	    (!client_paused(c) || c->expired)) {
+		r = client_paused(c) ? -EIO : -ENOTCONN;
 		pthread_mutex_unlock(&c->qlock);
-		io->done(io, -ENOTCONN);
+		io->done(io, r);
 		return;
 	}
-	if (c->sender_sleeping && !c->direct_busy && !c->qlen[0] &&
-	    !c->qlen[1]) {
+	if (c->state == BCP_CLIENT_READY && c->sender_sleeping &&
+	    !c->direct_busy && !c->qlen[0] && !c->qlen[1]) {
 		c->direct_busy = 1;
 		pthread_mutex_unlock(&c->qlock);
 		r = client_send_direct(c, io);
@@ -1896,9 +2624,11 @@ void bcp_client_submit(struct bcp_client *c, struct bcp_io *io)
 				pthread_cond_signal(&c->qcond);
 			return;
 		}
-		if (c->state != BCP_CLIENT_READY) {
+		if (c->state != BCP_CLIENT_READY &&
+		    (!client_paused(c) || c->expired)) {
+			r = client_paused(c) ? -EIO : -ENOTCONN;
 			pthread_mutex_unlock(&c->qlock);
-			io->done(io, -ENOTCONN);
+			io->done(io, r);
 			return;
 		}
 	}

@@ -14,6 +14,10 @@
  * into one BATCH_PULL / BATCH_PUSH (up to max_batch segments); a receiver
  * thread demultiplexes replies by request id and calls each I/O's done()
  * callback.  done() runs on the receiver thread and must not block.
+ *
+ * With reconnect_timeout_ms, a lost connection pauses everything instead
+ * of failing it; a reconnect thread brings the session back (see
+ * struct bcp_client_opts).
  */
 #ifndef BCP_CLIENT_H
 #define BCP_CLIENT_H
@@ -32,6 +36,8 @@ enum bcp_transport {
 const char *bcp_transport_name(enum bcp_transport t);
 int bcp_transport_parse(const char *s, enum bcp_transport *out);
 
+struct bcp_client;
+
 struct bcp_client_opts {
 	const char *addr;		/* "tcp://HOST[:PORT]" or "unix:PATH" */
 	const void *secret;		/* NULL/0: the empty secret */
@@ -40,8 +46,28 @@ struct bcp_client_opts {
 	size_t pool_size;		/* bytes in the registered pool */
 	uint32_t max_batch;		/* segments per batch, <= BCP_SEGS_MAX */
 	int timeout_ms;			/* connect + handshake; and per call */
+	/*
+	 * 0: a lost connection fails everything pending with -ENOTCONN
+	 * and the client stays broken.  Above 0: a lost connection pauses
+	 * requests (calls wait, I/O stays queued, per-call timeouts stop)
+	 * while a thread connects again with backoff (50 ms doubling to
+	 * 1 s), redoes HELLO/AUTH and the transport, runs resume, then
+	 * sends every unanswered request again (BCP_HF_REPLAY, same
+	 * req_id) before new ones.  After this many ms of pause what waits
+	 * fails with -EIO, and new requests fail with -EIO at once, until
+	 * a later attempt succeeds.
+	 */
+	int reconnect_timeout_ms;
+	/*
+	 * Run on the reconnect thread on each new connection, before any
+	 * queued request goes out.  Its bcp_client_call()s go straight to
+	 * the new connection (REBIND, REOPEN); nothing else may be called
+	 * from it.  A negative return counts the attempt as failed.
+	 */
+	int (*resume)(struct bcp_client *c, void *arg);
+	void *resume_arg;
 };
-/* Sensible defaults: 64 MiB pool, 256 segments, 10 s. */
+/* Sensible defaults: 64 MiB pool, 256 segments, 10 s, no reconnect. */
 void bcp_client_opts_init(struct bcp_client_opts *o);
 
 struct bcp_client;
@@ -56,7 +82,10 @@ struct bcp_client;
  */
 int bcp_client_connect(const struct bcp_client_opts *o,
 		       struct bcp_client **out, char *err, size_t errlen);
-/* Fails outstanding calls and I/O with -ENOTCONN; destroy(NULL) is a no-op */
+/*
+ * Fails outstanding calls and I/O with -ENOTCONN and stops a reconnect in
+ * progress; destroy(NULL) is a no-op.
+ */
 void bcp_client_destroy(struct bcp_client *c);
 
 uint64_t bcp_client_root(const struct bcp_client *c);
@@ -169,6 +198,17 @@ void bcp_client_stats(const struct bcp_client *c,
  */
 typedef void (*bcp_client_log_fn)(int level, const char *msg);
 void bcp_client_set_log(bcp_client_log_fn fn, int max_level);
+
+/*
+ * From the resume callback: what it resumed, for the line the library
+ * logs when the connection is back ("... (N handles and M open files
+ * resumed)").
+ */
+void bcp_client_resumed(struct bcp_client *c, uint64_t handles,
+			uint64_t files);
+
+/* The client id sent in every HELLO (BCP_CLIENT_ID_LEN bytes). */
+const uint8_t *bcp_client_id(const struct bcp_client *c);
 
 /* Bytes one bcp_client_io_get() can give at most (a power of two). */
 size_t bcp_client_io_max(const struct bcp_client *c);

@@ -5,8 +5,8 @@
  * buffer pool allocator) and bcp_client_xfer.c (the data transports).
  * Nothing outside protocol/bcp_client*.c includes it.
  *
- * Lock order: qlock, then wlock; send_lock and the pool lock are leaves
- * (nothing else is taken while holding them).
+ * Lock order: qlock, then wlock, then send_lock; send_lock and the pool
+ * lock are leaves (nothing else is taken while holding them).
  */
 #ifndef BCP_CLIENT_I_H
 #define BCP_CLIENT_I_H
@@ -58,14 +58,25 @@ void bcp_pool_close(struct bcp_pool *p);
 /*
  * The session's state.  Only client_state_set() changes it, and it is
  * written with both qlock and wlock held, so either lock suffices to read
- * it.  A reconnect would add RECONNECTING between BROKEN and READY.
+ * it.  With reconnect_timeout_ms, a loss goes READY -> PAUSED, a new
+ * connection PAUSED -> RESUMING (resume runs, unanswered requests go out
+ * again) -> READY; a loss while resuming goes back to PAUSED.
  */
 enum bcp_client_state {
 	BCP_CLIENT_CONNECTING = 0,	/* handshake, transport set-up */
 	BCP_CLIENT_READY,		/* calls and I/O flow */
 	BCP_CLIENT_BROKEN,		/* lost: all fail -ENOTCONN */
 	BCP_CLIENT_CLOSING,		/* bcp_client_destroy() runs */
+	BCP_CLIENT_PAUSED,		/* lost: requests wait, reconnecting */
+	BCP_CLIENT_RESUMING,		/* new connection: resume, replay */
 };
+
+/*
+ * With reconnect, a tracked request is encoded into its slot's buffer
+ * (keep, this long; a larger one into a buffer the slot allocates once
+ * and keeps) so that it can be sent again on a new connection.
+ */
+#define BCP_CLIENT_KEEP_LEN	1024
 
 enum bcp_wslot_kind {
 	BCP_WSLOT_FREE = 0,
@@ -104,6 +115,12 @@ struct bcp_wslot {
 	uint32_t plus;			/* READDIR: plus entries asked for */
 	struct bcp_io *head;
 	struct bcp_call *call;		/* ACALL */
+	uint64_t epoch;			/* the connection it was taken on */
+	uint8_t *keep;			/* reconnect: BCP_CLIENT_KEEP_LEN */
+	uint8_t *keep_big;		/* reconnect: BCP_FRAME_MAX, or NULL */
+	uint8_t *frame;			/* keep or keep_big: the request */
+	uint32_t frame_len;		/* 0: none kept */
+	int resend;			/* send again on the next connection */
 };
 
 /* Request ids with this bit are untracked (FORGET): replies are dropped. */
@@ -175,6 +192,21 @@ struct bcp_client {
 
 	/* qlock and wlock (written with both held): */
 	enum bcp_client_state state;
+	uint64_t pause_start_ms;	/* when the outage began */
+	int expired;			/* paused past reconnect_timeout_ms */
+	/* qlock, wlock and send_lock (written with all three held): */
+	uint64_t epoch;			/* bumped as a connection is dropped */
+
+	/* reconnect (opts.reconnect_timeout_ms > 0) */
+	uint8_t client_id[BCP_CLIENT_ID_LEN];
+	uint8_t *keeps;			/* nslots * BCP_CLIENT_KEEP_LEN */
+	pthread_cond_t rcond;		/* under wlock: the reconnect thread */
+	pthread_t reconn;
+	int have_reconn;
+	uint64_t resume_seq;		/* reconnect thread: resume req_ids */
+	uint64_t resumed_handles;	/* reconnect thread: from resume */
+	uint64_t resumed_files;
+	int resumed_noted;
 
 	pthread_mutex_t send_lock;
 	/* send_lock: */
@@ -231,7 +263,12 @@ int bcp_client_rpc_sync(struct bcp_client *c, int sock, struct bcp_msg *req,
 			size_t cap, int32_t *status, char *err,
 			size_t errlen);
 
-/* Mark the session lost (from any thread) and fail what is pending. */
+/*
+ * Mark the session lost (from any thread): without reconnect, fail what
+ * is pending; with it, pause.  Only from threads of the current
+ * connection (receiver, data): the reconnect thread joins them before it
+ * drops the connection.
+ */
 void bcp_client_break(struct bcp_client *c, const char *why);
 
 /* Transports: set up the pool and register it; tear it down. */
@@ -239,6 +276,14 @@ int bcp_client_xfer_setup(struct bcp_client *c, enum bcp_transport t,
 			  char *err, size_t errlen);
 int bcp_client_xfer_start(struct bcp_client *c);
 void bcp_client_xfer_teardown(struct bcp_client *c);
+/*
+ * Reconnect: drop the transport's connection but keep the pool memory
+ * (disconnect); connect it again on the new control connection and
+ * register the same pool (reconnect; 0 or -errno + err).
+ */
+void bcp_client_xfer_disconnect(struct bcp_client *c);
+int bcp_client_xfer_reconnect(struct bcp_client *c, char *err,
+			      size_t errlen);
 
 #ifdef HAVE_RDMA
 /* bcp_client_rdma.c.  1 when this host has an RDMA device. */

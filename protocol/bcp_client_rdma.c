@@ -304,8 +304,11 @@ int bcp_client_rdma_setup(struct bcp_client *c, char *err, size_t errlen)
 	}
 	r->wake = -1;
 	c->rdma = r;
-	c->pool_base = mmap(NULL, c->pool_len, PROT_READ | PROT_WRITE,
-			    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/* on a reconnect the pool exists: only its registration is new */
+	if (!c->pool_base)
+		c->pool_base = mmap(NULL, c->pool_len,
+				    PROT_READ | PROT_WRITE,
+				    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (c->pool_base == MAP_FAILED) {
 		ret = -errno;
 		c->pool_base = NULL;

@@ -99,9 +99,15 @@ static int xfer_shm_setup(struct bcp_client *c, char *err, size_t errlen)
 				       errlen);
 	if (ret < 0)
 		goto out_unmap;
-	/* The agent holds its own mapping now; ours stays until teardown. */
-	close(c->memfd);
-	c->memfd = -1;
+	/*
+	 * The agent holds its own mapping now; ours stays until teardown.
+	 * With reconnect the memfd stays too: a restarted agent is given
+	 * the same pages again.
+	 */
+	if (c->opts.reconnect_timeout_ms <= 0) {
+		close(c->memfd);
+		c->memfd = -1;
+	}
 	return 0;
 
 out_unmap:
@@ -222,6 +228,45 @@ int bcp_client_xfer_setup(struct bcp_client *c, enum bcp_transport t,
 		return bcp_client_rdma_setup(c, err, errlen);
 	default:
 		snprintf(err, errlen, "unknown transport %d", (int)t);
+		return -EINVAL;
+	}
+}
+
+void bcp_client_xfer_disconnect(struct bcp_client *c)
+{
+	bcp_client_rdma_teardown(c);
+	if (c->data >= 0) {
+		close(c->data);
+		c->data = -1;
+	}
+}
+
+int bcp_client_xfer_reconnect(struct bcp_client *c, char *err,
+			      size_t errlen)
+{
+	int ret;
+
+	switch (c->transport) {
+	case BCP_XFER_SHM:
+		return bcp_client_register_pool(c, BCP_REGION_SHM, c->memfd,
+						0, 0, err, errlen);
+	case BCP_XFER_TCP:
+		ret = xfer_tcp_attach(c, err, errlen);
+		if (ret < 0)
+			return ret;
+		ret = bcp_client_register_pool(c, BCP_REGION_TCP, -1, 0, 0,
+					       err, errlen);
+		if (ret < 0) {
+			close(c->data);
+			c->data = -1;
+		}
+		return ret;
+	case BCP_XFER_RDMA:
+		/* a new queue pair; the pool is registered again */
+		return bcp_client_rdma_setup(c, err, errlen);
+	default:
+		snprintf(err, errlen, "unknown transport %d",
+			 (int)c->transport);
 		return -EINVAL;
 	}
 }

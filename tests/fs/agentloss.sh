@@ -1,32 +1,136 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# agentloss.sh - the agent dies under a live mount.  Applications get EIO
-# (not ENOTCONN, which on a FUSE mount means its daemon died), nothing
-# hangs, the daemon stays up and unmounts cleanly.
+# agentloss.sh - the agent dies under a live mount.
+#
+# 1. It comes back within -o reconnect_timeout (tcp: started again on the
+#    same port and state directory; shm: the daemon starts its private
+#    agent again by itself): the requests made meanwhile wait and succeed,
+#    and a file opened before the loss reads and writes after it.
+# 2. It does not come back: after reconnect_timeout=2 applications get EIO
+#    (not ENOTCONN, which on a FUSE mount means its daemon died, and no
+#    hang), the daemon stays up and unmounts cleanly.
 . "$(dirname "$0")/lib.sh"
-BCF_LOG_ALLOW=${BCF_LOG_ALLOW:-'lost|agent .*(killed|signal|exited|died)|connection'}
+BCF_LOG_ALLOW=${BCF_LOG_ALLOW:-'lost|agent .*(killed|signal|exited|died|start)|connection|unreachable'}
 bcf_init
-bcf_mount
-echo before > "$BCF_MNT/f" || bcf_fail "write before the loss"
 
+state=$BCF_TMP/state
+mkdir -p "$state" || bcf_hard "mkdir $state"
 if [ "$BCF_TRANSPORT" = shm ]; then
-	apid=$(pgrep -P "$BCF_FS_PID" -x bluecache-agent)
+	# the private agent, through a wrapper that refuses to start while
+	# $BCF_TMP/no-agent exists (part 2)
+	real_agent=${BLUECACHE_AGENT:-$top_builddir/agent/bluecache-agent}
+	wrap=$BCF_TMP/agent-wrap.sh
+	cat > "$wrap" <<EOF
+#!/bin/sh
+[ -e "$BCF_TMP/no-agent" ] && { echo "agent start refused by the test" >&2; exit 3; }
+exec "$real_agent" "\$@"
+EOF
+	chmod +x "$wrap"
+	export BLUECACHE_AGENT=$wrap
 else
-	apid=$BCF_AGENT_PID
+	BCF_SECRET=$BCF_TMP/secret
+	bcf_secret "$BCF_SECRET"
+	BCF_PORT=$(bcf_free_port) || bcf_hard "no free port"
 fi
-[ -n "$apid" ] || bcf_hard "no agent process found"
-kill -KILL "$apid"
-[ "$BCF_TRANSPORT" = shm ] || { wait "$apid" 2>/dev/null; BCF_AGENT_PID=; }
+
+start_tcp_agent()
+{
+	bcf_start_agent "$BCF_BACK" "tcp://127.0.0.1:$BCF_PORT" \
+		--secret-file "$BCF_SECRET" --squash none --state-dir "$state"
+}
+
+# agent_pid: the agent serving the mount now
+agent_pid()
+{
+	if [ "$BCF_TRANSPORT" = shm ]; then
+		pgrep -P "$BCF_FS_PID" -x bluecache-agent ||
+			pgrep -P "$BCF_FS_PID" -f agent-wrap.sh
+	else
+		echo "$BCF_AGENT_PID"
+	fi
+}
+
 # dead: gone, or (the embedded agent, the daemon's child) a zombie
 agent_dead()
 {
 	[ ! -e "/proc/$1" ] || grep -q '^[0-9]* (.*) Z' "/proc/$1/stat"
 }
-bcf_wait_for 10 agent_dead "$apid" || bcf_fail "the agent did not die"
 
-timeout 30 python3 - "$BCF_MNT" <<'PY' || bcf_fail "errors after the agent died"
-import errno, os, sys
+kill_agent()
+{
+	local apid
+
+	apid=$(agent_pid)
+	[ -n "$apid" ] || bcf_hard "no agent process found"
+	kill -KILL "$apid"
+	if [ "$BCF_TRANSPORT" != shm ]; then
+		wait "$apid" 2>/dev/null
+		BCF_AGENT_PID=
+	fi
+	bcf_wait_for 10 agent_dead "$apid" || bcf_fail "the agent did not die"
+}
+
+# ---- 1: the agent comes back -------------------------------------------
+[ "$BCF_TRANSPORT" = shm ] || start_tcp_agent ||
+	bcf_fail "bluecache-agent did not become ready"
+bcf_mount -o reconnect_timeout=30
+echo before > "$BCF_MNT/f" || bcf_fail "write before the loss"
+mkdir "$BCF_MNT/d" && echo inside > "$BCF_MNT/d/g" ||
+	bcf_fail "mkdir before the loss"
+
+fifo=$BCF_TMP/step
+mkfifo "$fifo" || bcf_hard "mkfifo"
+timeout 60 python3 - "$BCF_MNT" "$fifo" <<'PY' &
+import os, sys
+m, fifo = sys.argv[1], sys.argv[2]
+fd = os.open(os.path.join(m, "held"), os.O_CREAT | os.O_RDWR, 0o644)
+os.pwrite(fd, b"held before\n", 0)
+os.fsync(fd)
+with open(fifo, "w") as f:
+    f.write("opened\n")
+with open(fifo) as f:
+    f.read()
+# the agent was killed: every call waits for it and then succeeds
+def check(what, got, want):
+    if got != want:
+        sys.exit("%s: %r, expected %r" % (what, got, want))
+check("read of the held file", os.pread(fd, 64, 0), b"held before\n")
+os.pwrite(fd, b"held after!\n", 0)
+os.fsync(fd)
+check("read back", os.pread(fd, 64, 0), b"held after!\n")
+with open(os.path.join(m, "f")) as f:
+    check("read of f", f.read(), "before\n")
+with open(os.path.join(m, "d", "g")) as f:
+    check("read of d/g", f.read(), "inside\n")
+with open(os.path.join(m, "new"), "w") as f:
+    f.write("new\n")
+check("listing", sorted(os.listdir(m)), ["d", "f", "held", "new"])
+os.close(fd)
+PY
+py=$!
+read -r _ < "$fifo" || bcf_fail "the holder did not open its file"
+kill_agent
+if [ "$BCF_TRANSPORT" != shm ]; then
+	sleep 0.5
+	start_tcp_agent || bcf_fail "the agent did not start again"
+fi
+echo go > "$fifo"
+wait "$py" || bcf_fail "the mount did not go on after the agent came back"
+[ "$(cat "$BCF_MNT/held")" = "held after!" ] || bcf_fail "held file lost"
+grep -q "agent connection restored" "$BCF_TMP/fs.log" ||
+	bcf_fail "no line says the connection was restored"
+bcf_umount
+
+# ---- 2: the agent does not come back --------------------------------------
+bcf_mount -o reconnect_timeout=2
+echo before > "$BCF_MNT/f2" || bcf_fail "write before the loss"
+[ "$BCF_TRANSPORT" = shm ] && : > "$BCF_TMP/no-agent"
+killed=$(date +%s.%N)
+kill_agent
+
+timeout 30 python3 - "$BCF_MNT" "$killed" <<'PY' ||
+import errno, os, sys, time
 m = sys.argv[1]
 
 def expect_eio(what, fn):
@@ -40,18 +144,26 @@ def expect_eio(what, fn):
 
 expect_eio("stat of a new name",
            lambda: os.stat(os.path.join(m, "never-looked-up")))
+dt = time.time() - float(sys.argv[2])
+if dt < 1.8 or dt > 10:
+    sys.exit("EIO %.2f s after the kill, expected about 2 s" % dt)
+t0 = time.monotonic()
 expect_eio("create",
-           lambda: os.open(os.path.join(m, "new"), os.O_CREAT | os.O_WRONLY,
+           lambda: os.open(os.path.join(m, "new2"), os.O_CREAT | os.O_WRONLY,
                            0o644))
 
 def direct_read():
-    fd = os.open(os.path.join(m, "f"), os.O_RDONLY | os.O_DIRECT)
+    fd = os.open(os.path.join(m, "f2"), os.O_RDONLY | os.O_DIRECT)
     try:
         os.read(fd, 4096)
     finally:
         os.close(fd)
 expect_eio("O_DIRECT read", direct_read)
+dt = time.monotonic() - t0
+if dt > 1:
+    sys.exit("EIO took %.2f s once the timeout had passed" % dt)
 PY
+	{ cat "$BCF_TMP/fs.log" >&2; bcf_fail "errors after the agent died"; }
 bcf_pid_gone "$BCF_FS_PID" && bcf_fail "the daemon died with the agent"
 bcf_umount
 exit 0
