@@ -32,7 +32,7 @@
 #include "resume.h"
 #include "store.h"
 
-#define STORE_BUCKETS		4096
+#define STORE_BUCKETS_MIN	4096	/* doubled as nodes outnumber them */
 #define STORE_COPY_MAX		(64ull << 20)	/* per COPY_FILE_RANGE */
 #define STORE_LRU_MIN		8	/* node descriptors a session caches */
 
@@ -48,6 +48,13 @@ struct store_node {
 	uint32_t mode;			/* S_IFMT bits */
 	int fd;				/* O_PATH, or -1 when not cached */
 	int pinned;			/* fd is kept for the node's life */
+	/*
+	 * A handle a host still holds for an object that is gone (its
+	 * REBIND found nothing): it names nothing, so every request on it
+	 * is ESTALE, but it keeps its value from being handed out again
+	 * until the host forgets it.  Only in the by-handle table.
+	 */
+	int dead;
 	struct store_node *hnext;	/* by handle */
 	struct store_node *inext;	/* by (dev, ino) */
 	struct store_node *lru_prev;	/* cached descriptors, newest first */
@@ -80,8 +87,9 @@ struct agent_store {
 	struct store_node *root;
 	uint64_t next_handle;
 	uint64_t nnodes;
-	struct store_node *by_handle[STORE_BUCKETS];
-	struct store_node *by_ino[STORE_BUCKETS];
+	struct store_node **by_handle;	/* nbuckets each */
+	struct store_node **by_ino;
+	size_t nbuckets;		/* a power of two */
 	struct store_node lru;		/* list head: lru_next is the newest */
 	unsigned int lru_len, lru_max;
 	struct agent_file **chunks;	/* FILE_CHUNK files each */
@@ -127,12 +135,58 @@ static uint32_t store_map_id(const struct agent_store *s, uint32_t id,
 	}
 }
 
-static unsigned int store_hash(uint64_t v)
+static size_t store_hash(const struct agent_store *s, uint64_t v)
 {
 	v ^= v >> 33;
 	v *= 0xff51afd7ed558ccdull;
 	v ^= v >> 33;
-	return (unsigned int)(v % STORE_BUCKETS);
+	return (size_t)(v & (s->nbuckets - 1));
+}
+
+static size_t store_ino_hash(const struct agent_store *s,
+			     const struct store_node *n)
+{
+	return store_hash(s, (n->dev << 32) ^ n->ino);
+}
+
+/*
+ * Double both tables when the nodes outnumber the buckets twice, so a
+ * million handles still cost a short chain.  Failing to grow only costs
+ * speed.
+ */
+static void store_hash_grow(struct agent_store *s)
+{
+	struct store_node **bh, **bi, *n, *next;
+	size_t old = s->nbuckets, i, b;
+
+	if (s->nnodes < 2 * old || old >= ((size_t)1 << 28))
+		return;
+	bh = calloc(old * 2, sizeof(*bh));
+	bi = calloc(old * 2, sizeof(*bi));
+	if (!bh || !bi) {
+		free(bh);
+		free(bi);
+		return;
+	}
+	s->nbuckets = old * 2;
+	for (i = 0; i < old; i++) {
+		for (n = s->by_handle[i]; n; n = next) {
+			next = n->hnext;
+			b = store_hash(s, n->handle);
+			n->hnext = bh[b];
+			bh[b] = n;
+		}
+		for (n = s->by_ino[i]; n; n = next) {
+			next = n->inext;
+			b = store_ino_hash(s, n);
+			n->inext = bi[b];
+			bi[b] = n;
+		}
+	}
+	free(s->by_handle);
+	free(s->by_ino);
+	s->by_handle = bh;
+	s->by_ino = bi;
 }
 
 static void store_procpath(char *buf, size_t cap, int fd)
@@ -154,15 +208,25 @@ static int store_name(const char *name, size_t len, char out[256])
 	return 0;
 }
 
-static struct store_node *store_node_find(struct agent_store *s,
-					  uint64_t handle)
+/* The node under handle, a dead one included. */
+static struct store_node *store_node_any(struct agent_store *s,
+					 uint64_t handle)
 {
 	struct store_node *n;
 
-	for (n = s->by_handle[store_hash(handle)]; n; n = n->hnext)
+	for (n = s->by_handle[store_hash(s, handle)]; n; n = n->hnext)
 		if (n->handle == handle)
 			return n;
 	return NULL;
+}
+
+/* The live node under handle, or NULL (ESTALE to the host). */
+static struct store_node *store_node_find(struct agent_store *s,
+					  uint64_t handle)
+{
+	struct store_node *n = store_node_any(s, handle);
+
+	return n && !n->dead ? n : NULL;
 }
 
 static void store_attr_fill(const struct statx *x, struct bcp_attr *a)
@@ -367,7 +431,7 @@ static int store_node_fd(struct agent_store *s, struct store_node *n)
 /* The next handle value no node holds (REBIND installs any value). */
 static uint64_t store_handle_next(struct agent_store *s)
 {
-	while (s->next_handle < 2 || store_node_find(s, s->next_handle))
+	while (s->next_handle < 2 || store_node_any(s, s->next_handle))
 		s->next_handle++;
 	return s->next_handle++;
 }
@@ -406,15 +470,39 @@ static int store_node_new(struct agent_store *s, uint64_t handle,
 	n->dev = makedev(x->stx_dev_major, x->stx_dev_minor);
 	n->ino = x->stx_ino;
 	n->mode = x->stx_mode & S_IFMT;
-	b = store_hash((n->dev << 32) ^ n->ino);
+	b = store_ino_hash(s, n);
 	n->inext = s->by_ino[b];
 	s->by_ino[b] = n;
-	b = store_hash(n->handle);
+	b = store_hash(s, n->handle);
 	n->hnext = s->by_handle[b];
 	s->by_handle[b] = n;
 	s->nnodes++;
+	store_hash_grow(s);
 	*out = n;
 	return 0;
+}
+
+/* Keep handle (held nlookup times) from naming anything again. */
+static void store_node_bury(struct agent_store *s, uint64_t handle,
+			    uint64_t nlookup)
+{
+	struct store_node *n;
+	size_t b;
+
+	if (s->nnodes >= store_max_handles())
+		return;
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return;
+	n->handle = handle;
+	n->nlookup = nlookup;
+	n->fd = -1;
+	n->dead = 1;
+	b = store_hash(s, handle);
+	n->hnext = s->by_handle[b];
+	s->by_handle[b] = n;
+	s->nnodes++;
+	store_hash_grow(s);
 }
 
 static void store_entry_fill(const struct store_node *n,
@@ -444,7 +532,7 @@ static int store_node_get(struct agent_store *s, int fd,
 		return ret;
 	}
 	dev = makedev(x.stx_dev_major, x.stx_dev_minor);
-	for (n = s->by_ino[store_hash((dev << 32) ^ x.stx_ino)]; n;
+	for (n = s->by_ino[store_hash(s, (dev << 32) ^ x.stx_ino)]; n;
 	     n = n->inext) {
 		if (n->ino == x.stx_ino && n->dev == dev)
 			break;
@@ -471,15 +559,15 @@ static void store_node_drop(struct agent_store *s, struct store_node *n)
 {
 	struct store_node **pp;
 
-	for (pp = &s->by_handle[store_hash(n->handle)]; *pp;
+	for (pp = &s->by_handle[store_hash(s, n->handle)]; *pp;
 	     pp = &(*pp)->hnext) {
 		if (*pp == n) {
 			*pp = n->hnext;
 			break;
 		}
 	}
-	for (pp = &s->by_ino[store_hash((n->dev << 32) ^ n->ino)]; *pp;
-	     pp = &(*pp)->inext) {
+	for (pp = n->dead ? NULL : &s->by_ino[store_ino_hash(s, n)];
+	     pp && *pp; pp = &(*pp)->inext) {
 		if (*pp == n) {
 			*pp = n->inext;
 			break;
@@ -515,6 +603,11 @@ struct agent_store *agent_store_create(int root_fd, struct agent_ring *r,
 					  AGENT_FD_CACHE_DEFAULT;
 	if (s->lru_max < STORE_LRU_MIN)
 		s->lru_max = STORE_LRU_MIN;
+	s->nbuckets = STORE_BUCKETS_MIN;
+	s->by_handle = calloc(s->nbuckets, sizeof(*s->by_handle));
+	s->by_ino = calloc(s->nbuckets, sizeof(*s->by_ino));
+	if (!s->by_handle || !s->by_ino)
+		goto out_free;
 	fd = fcntl(root_fd, F_DUPFD_CLOEXEC, 3);
 	if (fd < 0)
 		goto out_free;
@@ -529,6 +622,8 @@ struct agent_store *agent_store_create(int root_fd, struct agent_ring *r,
 	return s;
 
 out_free:
+	free(s->by_handle);
+	free(s->by_ino);
 	free(s);
 	return NULL;
 }
@@ -550,10 +645,12 @@ void agent_store_destroy(struct agent_store *s)
 	for (i = 0; i < s->nchunks; i++)
 		free(s->chunks[i]);
 	free(s->chunks);
-	for (i = 0; i < STORE_BUCKETS; i++) {
+	for (i = 0; i < s->nbuckets; i++) {
 		while (s->by_handle[i])
 			store_node_drop(s, s->by_handle[i]);
 	}
+	free(s->by_handle);
+	free(s->by_ino);
 	free(s);
 }
 
@@ -1362,16 +1459,26 @@ int agent_store_rebind(struct agent_store *s, uint64_t handle,
 
 	if (handle < 2 || nlookup == 0)
 		return -EINVAL;
-	fd = agent_fid_open(fid, O_PATH);
-	if (fd < 0)
-		return fd == -EMFILE || fd == -ENFILE ? -ENFILE : -ESTALE;
-	ret = store_statx(s, fd, &x);
-	if (ret < 0) {
-		close(fd);
+	n = store_node_any(s, handle);
+	if (n && n->dead) {
+		n->nlookup = n->nlookup + nlookup < n->nlookup ?
+			     UINT64_MAX : n->nlookup + nlookup;
 		return -ESTALE;
 	}
+	fd = agent_fid_open(fid, O_PATH);
+	if (fd == -EMFILE || fd == -ENFILE)
+		return -ENFILE;
+	if (fd >= 0 && store_statx(s, fd, &x) < 0) {
+		close(fd);
+		fd = -ESTALE;
+	}
+	if (fd < 0) {
+		/* gone: the host still holds the value, so keep it taken */
+		if (!n)
+			store_node_bury(s, handle, nlookup);
+		return n ? -EEXIST : -ESTALE;
+	}
 	dev = makedev(x.stx_dev_major, x.stx_dev_minor);
-	n = store_node_find(s, handle);
 	if (n) {
 		close(fd);
 		if (n->dev != dev || n->ino != x.stx_ino)
@@ -1609,7 +1716,7 @@ int agent_store_removexattr(struct agent_store *s, uint64_t handle,
 void agent_store_forget(struct agent_store *s, uint64_t handle,
 			uint64_t nlookup)
 {
-	struct store_node *n = store_node_find(s, handle);
+	struct store_node *n = store_node_any(s, handle);
 
 	if (!n || n == s->root)
 		return;

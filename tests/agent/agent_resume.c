@@ -338,6 +338,24 @@ static void test_resume(void)
 	T_EQ(bcp_msg_status(&rep, 2), -ESTALE);
 	T_EQ(bcp_msg_status(&rep, 3), -ESTALE);
 	T_EQ(getattr(fd, 9000, NULL), -ESTALE);
+	/*
+	 * u was unlinked: its handle is refused, and stays taken so that
+	 * no new object is handed out under the value the host still holds
+	 * for the old one.
+	 */
+	rb[0] = (struct bcp_rebind_one){ .handle = u.handle, .nlookup = 1 };
+	memcpy(rb[0].fid, u.fid, BCP_FID_LEN);
+	m.u.rebind_req.count = 1;
+	T_EQ(call(fd, &m, &rep), 0);
+	T_EQ(bcp_msg_status(&rep, 0), -ESTALE);
+	for (i = 0; i < 8; i++) {
+		char n[8];
+
+		snprintf(n, sizeof(n), "n%d", i);
+		T_EQ(do_mkdir(fd, 300 + (uint64_t)i, 0, root, n, &e2), 0);
+		T_CHECK(e2.handle != u.handle && e2.handle != 9000);
+	}
+	T_EQ(getattr(fd, u.handle, NULL), -ESTALE);
 	/* the same handle for another object: taken */
 	rb[0].handle = f.handle;
 	memcpy(rb[0].fid, d.fid, BCP_FID_LEN);
