@@ -396,6 +396,11 @@ void bcfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	fh = r.u.open_rep.fh;
 	fi->fh = fh;
+	/*
+	 * Known as open before anything else is asked: a connection lost
+	 * during the GETATTR below must find it to reopen on the new one.
+	 */
+	bcfs_open_add(fh, handle, bcfs_open_flags(fi->flags), 0);
 	/* close-to-open: keep the pages only if nothing changed */
 	bcfs_msg(&m, BCP_OP_GETATTR);
 	m.u.node_req.handle = handle;
@@ -403,7 +408,6 @@ void bcfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (!bcfs_call(&m, &r) &&
 	    bcfs_inode_open_check(handle, &r.u.attr_rep.attr))
 		fi->keep_cache = 1;
-	bcfs_open_add(fh, handle, bcfs_open_flags(fi->flags), 0);
 	if (fuse_reply_open(req, fi))
 		bcfs_release_fh(handle, fh);
 }
