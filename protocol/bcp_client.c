@@ -560,6 +560,60 @@ static void client_lost_epoch(struct bcp_client *c, const char *why,
 		client_fail_all(c, BCP_CLIENT_BROKEN, why);
 }
 
+/*
+ * The agent of epoch sent what no agent may send: the requests it holds
+ * may have been answered by the garbage, so they are not sent again but
+ * fail with -EIO (a misbehaving agent is EIO, never a hang); then the
+ * connection is lost as any other.
+ */
+static void client_misbehaved(struct bcp_client *c, const char *why,
+			      uint64_t epoch)
+{
+	struct bcp_io *list = NULL, **tail = &list;
+	struct bcp_call *calls = NULL, *call;
+	struct bcp_wslot *s;
+	uint32_t i;
+
+	if (c->opts.reconnect_timeout_ms <= 0) {
+		client_lost_epoch(c, why, epoch);
+		return;
+	}
+	pthread_mutex_lock(&c->qlock);
+	pthread_mutex_lock(&c->wlock);
+	if (c->epoch != epoch || c->state != BCP_CLIENT_READY) {
+		pthread_mutex_unlock(&c->wlock);
+		pthread_mutex_unlock(&c->qlock);
+		client_lost_epoch(c, why, epoch);
+		return;
+	}
+	for (i = 0; i < c->nslots; i++) {
+		s = &c->slots[i];
+		if (s->kind == BCP_WSLOT_CALL && !s->done) {
+			s->result = -EIO;
+			s->done = 1;
+			pthread_cond_signal(&s->cond);
+		} else if (s->kind == BCP_WSLOT_ACALL) {
+			s->call->next = calls;
+			calls = s->call;
+			slot_put_locked(c, s);
+		} else if (s->kind == BCP_WSLOT_BATCH) {
+			*tail = s->head;
+			while (*tail)
+				tail = &(*tail)->next;
+			slot_put_locked(c, s);
+		}
+	}
+	pthread_cond_broadcast(&c->slot_cond);
+	pthread_mutex_unlock(&c->wlock);
+	pthread_mutex_unlock(&c->qlock);
+	client_lost_epoch(c, why, epoch);
+	io_list_complete(list, -EIO);
+	while ((call = calls)) {
+		calls = call->next;
+		call->done(call, -EIO);
+	}
+}
+
 void bcp_client_break(struct bcp_client *c, const char *why)
 {
 	uint64_t epoch;
@@ -1043,9 +1097,13 @@ static void *receiver_main(void *arg)
 	const uint8_t *f;
 	struct bcp_hdr h;
 	char msg[512];
-	int n;
+	uint64_t epoch;
+	int n, bad = 0;
 
 	client_worker_of = c;
+	pthread_mutex_lock(&c->wlock);
+	epoch = c->epoch;
+	pthread_mutex_unlock(&c->wlock);
 	for (;;) {
 		n = bcp_frame_read(&c->rd, c->ctl, &f, &why);
 		if (n == 0 || n == -ECONNRESET) {
@@ -1058,6 +1116,7 @@ static void *receiver_main(void *arg)
 			snprintf(msg, sizeof(msg),
 				 "bad frame from agent at %s: %s",
 				 c->addr_str, bcp_err_str(why));
+			bad = 1;
 			break;
 		}
 		if (n < 0) {
@@ -1070,12 +1129,19 @@ static void *receiver_main(void *arg)
 			snprintf(msg, sizeof(msg),
 				 "bad frame from agent at %s: %s",
 				 c->addr_str, bcp_err_str(why));
+			bad = 1;
 			break;
 		}
-		if (recv_dispatch(c, &h, f, (size_t)n, msg, sizeof(msg)) < 0)
+		if (recv_dispatch(c, &h, f, (size_t)n, msg,
+				  sizeof(msg)) < 0) {
+			bad = 1;
 			break;
+		}
 	}
-	bcp_client_break(c, msg);
+	if (bad)
+		client_misbehaved(c, msg, epoch);
+	else
+		bcp_client_break(c, msg);
 	return NULL;
 }
 

@@ -69,10 +69,12 @@ ba_expect()
 	bcf_eq "$MODE: $1" "$4" "$got"
 }
 
-# ba_mount MODE [SECRET_FILE]: start the fake in MODE and mount it
+# ba_mount MODE [SECRET_FILE]: start the fake in MODE and mount it.  The
+# fake serves one session: once it is gone, requests wait for a new agent
+# for reconnect_timeout (2 s here), then fail with EIO.
 ba_mount()
 {
-	local opts=transport=shm
+	local opts=transport=shm,reconnect_timeout=2
 
 	MODE=$1
 	rm -f "$SOCK"
@@ -174,10 +176,17 @@ ba_umount 'answered 64 bytes of an extended attribute when 16 were' "$n"
 for MODE in garbage unknown-id; do
 	ba_mount "$MODE"
 	ba_expect "stat of a before" stat "$BCF_MNT/a" ok
+	# the request the junk answered fails at once, not sent again to
+	# wait for a new agent (that would take reconnect_timeout)
+	t0=$(date +%s%N)
 	ba_expect "stat of bad" stat "$BCF_MNT/bad" EIO
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	[ "$ms" -lt 1500 ] ||
+		bcf_fail "$MODE: stat of bad took $ms ms: it waited for a new agent"
 	grep -q 'LOOKUP bad: answering' "$BCF_TMP/agent.log" ||
 		bcf_hard "$MODE: the fake never misbehaved"
-	# the session is given up: what the kernel has not cached fails too
+	# the session is given up: what the kernel has not cached waits for
+	# a new agent, and fails after reconnect_timeout
 	ba_expect "stat of a2 after" stat "$BCF_MNT/a2" EIO
 	ba_expect "listing after" listdir "$BCF_MNT" EIO
 	ba_expect "stat of c after" stat "$BCF_MNT/c" EIO
