@@ -416,10 +416,23 @@ tcp)
 	bcf_secret "$BCF_SECRET"
 	RS_AGENT_ARGS+=(--secret-file "$BCF_SECRET" --squash none)
 	RS_LISTEN=
+	RS_HOST=127.0.0.1
 	RS_OPTS=transport=tcp,secret_file=$BCF_SECRET
 	;;
+rdma)
+	# a new queue pair on every restart: the agent's RDMA port may change,
+	# its HELLO says which
+	[ -n "${RDMA_IP:-}" ] || bcf_skip "no RDMA device address (RDMA_IP)"
+	BCF_SECRET=$BCF_TMP/secret
+	bcf_secret "$BCF_SECRET"
+	RS_AGENT_ARGS+=(--secret-file "$BCF_SECRET" --squash none
+			--rdma-listen "$RDMA_IP:0")
+	RS_LISTEN=
+	RS_HOST=$RDMA_IP
+	RS_OPTS=transport=rdma,secret_file=$BCF_SECRET
+	;;
 *)
-	bcf_skip "restart runs over shm and tcp"
+	bcf_skip "restart runs over shm, tcp and rdma"
 	;;
 esac
 
@@ -432,7 +445,7 @@ rs_agent_start()
 if [ -z "$RS_LISTEN" ]; then
 	for try in 1 2 3; do
 		BCF_PORT=$(bcf_free_port) || bcf_hard "no free port"
-		RS_LISTEN=tcp://127.0.0.1:$BCF_PORT
+		RS_LISTEN=tcp://$RS_HOST:$BCF_PORT
 		rs_agent_start && break
 		RS_LISTEN=
 	done
@@ -440,7 +453,7 @@ if [ -z "$RS_LISTEN" ]; then
 		tail -n 20 "$BCF_TMP/agent.log" >&2
 		bcf_fail "bluecache-agent did not become ready"
 	}
-	RS_AGENT=tcp://127.0.0.1:$BCF_PORT
+	RS_AGENT=tcp://$RS_HOST:$BCF_PORT
 else
 	rs_agent_start || {
 		tail -n 20 "$BCF_TMP/agent.log" >&2

@@ -29,7 +29,7 @@ in_vm_run()
 
 in_vm_run rdma_xfer "$top_builddir/tests/rdma/rdma_xfer"
 export BCF_TRANSPORT=rdma
-for t in ${BCF_RDMA_FS_TESTS:-errno tools random concurrency sqlite git}; do
+for t in ${BCF_RDMA_FS_TESTS:-errno tools random concurrency sqlite git restart}; do
 	[ "$t" = none ] && continue
 	in_vm_run "fs/$t[rdma]" bash "$top_srcdir/tests/fs/$t.sh"
 done
