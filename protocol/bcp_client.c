@@ -1767,7 +1767,7 @@ int bcp_client_thread_start(struct bcp_client *c, pthread_t *th, int *have,
 /* ---- reconnect ------------------------------------------------------- */
 
 #define BCP_CLIENT_BACKOFF_MIN_MS	50
-#define BCP_CLIENT_BACKOFF_MAX_MS	1000
+#define BCP_CLIENT_BACKOFF_MAX_MS	200
 
 /*
  * Join the threads of the lost connection and close it (the pool stays).

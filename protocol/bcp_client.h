@@ -51,7 +51,7 @@ struct bcp_client_opts {
 	 * and the client stays broken.  Above 0: a lost connection pauses
 	 * requests (calls wait, I/O stays queued, per-call timeouts stop)
 	 * while a thread connects again with backoff (50 ms doubling to
-	 * 1 s), redoes HELLO/AUTH and the transport, runs resume, then
+	 * 200 ms), redoes HELLO/AUTH and the transport, runs resume, then
 	 * sends every unanswered request again (BCP_HF_REPLAY, same
 	 * req_id) before new ones.  After this many ms of pause what waits
 	 * fails with -EIO, and new requests fail with -EIO at once, until
