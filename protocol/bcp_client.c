@@ -329,6 +329,75 @@ static void io_list_complete(struct bcp_io *io, int32_t result)
 	}
 }
 
+/* Take every queued I/O onto *tail; returns where the list ends.  qlock. */
+static struct bcp_io **queue_take_locked(struct bcp_client *c,
+					 struct bcp_io **tail)
+{
+	int k;
+
+	for (k = 0; k < 2; k++) {
+		if (!c->qhead[k])
+			continue;
+		*tail = c->qhead[k];
+		tail = &c->qtail[k]->next;
+		c->qhead[k] = NULL;
+		c->qtail[k] = NULL;
+		c->qlen[k] = 0;
+	}
+	return tail;
+}
+
+/*
+ * Fail what the slots hold with err: a waiting call is woken with it; an
+ * async call goes onto *calls and a batch's I/Os onto *tail, to be
+ * completed once the locks are dropped (client_complete); an abandoned
+ * request is let go (the agent drops what it made with the session).
+ * Returns where *tail's list ends.  qlock and wlock held.
+ */
+static struct bcp_io **slots_fail_locked(struct bcp_client *c, int err,
+					 struct bcp_io **tail,
+					 struct bcp_call **calls)
+{
+	struct bcp_wslot *s;
+	uint32_t i;
+
+	for (i = 0; i < c->nslots; i++) {
+		s = &c->slots[i];
+		s->resend = 0;
+		if (s->kind == BCP_WSLOT_CALL && !s->done) {
+			s->result = err;
+			s->done = 1;
+			pthread_cond_signal(&s->cond);
+		} else if (s->kind == BCP_WSLOT_BATCH) {
+			*tail = s->head;
+			while (*tail)
+				tail = &(*tail)->next;
+			slot_put_locked(c, s);
+		} else if (s->kind == BCP_WSLOT_ACALL) {
+			s->call->next = *calls;
+			*calls = s->call;
+			slot_put_locked(c, s);
+		} else if (s->kind == BCP_WSLOT_ABANDONED) {
+			slot_put_locked(c, s);
+		}
+	}
+	pthread_cond_broadcast(&c->slot_cond);
+	return tail;
+}
+
+/* Complete what slots_fail_locked() handed back.  No lock held. */
+static void client_complete(struct bcp_io *list, struct bcp_call *calls,
+			    int err)
+{
+	struct bcp_call *call;
+
+	io_list_complete(list, err);
+	while ((call = calls)) {
+		calls = call->next;
+		call->done(call, err);
+	}
+}
+
 /*
  * Move the session to state to (BROKEN, or CLOSING from destroy) and fail
  * everything pending with -ENOTCONN: blocked calls wake, queued and
@@ -339,47 +408,16 @@ static void client_fail_all(struct bcp_client *c, enum bcp_client_state to,
 			    const char *why)
 {
 	struct bcp_io *list = NULL, **tail = &list;
-	struct bcp_call *calls = NULL, *call;
-	struct bcp_wslot *s;
-	uint32_t i;
-	int changed, k;
+	struct bcp_call *calls = NULL;
+	int changed;
 
 	pthread_mutex_lock(&c->qlock);
 	pthread_mutex_lock(&c->wlock);
 	changed = client_state_set(c, to);
-	for (k = 0; k < 2; k++) {
-		if (!c->qhead[k])
-			continue;
-		*tail = c->qhead[k];
-		tail = &c->qtail[k]->next;
-		c->qhead[k] = NULL;
-		c->qtail[k] = NULL;
-		c->qlen[k] = 0;
-	}
+	tail = queue_take_locked(c, tail);
 	c->nforgets = 0;
 	c->nposts = 0;
-	for (i = 0; i < c->nslots; i++) {
-		s = &c->slots[i];
-		s->resend = 0;
-		if (s->kind == BCP_WSLOT_CALL && !s->done) {
-			s->result = -ENOTCONN;
-			s->done = 1;
-			pthread_cond_signal(&s->cond);
-		} else if (s->kind == BCP_WSLOT_BATCH) {
-			*tail = s->head;
-			while (*tail)
-				tail = &(*tail)->next;
-			slot_put_locked(c, s);
-		} else if (s->kind == BCP_WSLOT_ACALL) {
-			s->call->next = calls;
-			calls = s->call;
-			slot_put_locked(c, s);
-		} else if (s->kind == BCP_WSLOT_ABANDONED) {
-			/* the agent drops what it made with the session */
-			slot_put_locked(c, s);
-		}
-	}
-	pthread_cond_broadcast(&c->slot_cond);
+	slots_fail_locked(c, -ENOTCONN, tail, &calls);
 	pthread_cond_broadcast(&c->fcond);
 	pthread_cond_broadcast(&c->qcond);
 	pthread_cond_broadcast(&c->rcond);
@@ -394,11 +432,7 @@ static void client_fail_all(struct bcp_client *c, enum bcp_client_state to,
 		if (c->data >= 0)
 			shutdown(c->data, SHUT_RDWR);
 	}
-	io_list_complete(list, -ENOTCONN);
-	while ((call = calls)) {
-		calls = call->next;
-		call->done(call, -ENOTCONN);
-	}
+	client_complete(list, calls, -ENOTCONN);
 }
 
 /* Put ios back at the front of their queue.  Called with qlock held. */
@@ -501,10 +535,7 @@ static void client_pause(struct bcp_client *c, const char *why,
 static void client_expire(struct bcp_client *c)
 {
 	struct bcp_io *list = NULL, **tail = &list;
-	struct bcp_call *calls = NULL, *call;
-	struct bcp_wslot *s;
-	uint32_t i;
-	int k;
+	struct bcp_call *calls = NULL;
 
 	pthread_mutex_lock(&c->qlock);
 	pthread_mutex_lock(&c->wlock);
@@ -514,40 +545,15 @@ static void client_expire(struct bcp_client *c)
 		return;
 	}
 	c->expired = 1;
-	for (k = 0; k < 2; k++) {
-		if (!c->qhead[k])
-			continue;
-		*tail = c->qhead[k];
-		tail = &c->qtail[k]->next;
-		c->qhead[k] = NULL;
-		c->qtail[k] = NULL;
-		c->qlen[k] = 0;
-	}
-	for (i = 0; i < c->nslots; i++) {
-		s = &c->slots[i];
-		s->resend = 0;
-		if (s->kind == BCP_WSLOT_CALL && !s->done) {
-			s->result = -EIO;
-			s->done = 1;
-			pthread_cond_signal(&s->cond);
-		} else if (s->kind == BCP_WSLOT_ACALL) {
-			s->call->next = calls;
-			calls = s->call;
-			slot_put_locked(c, s);
-		}
-	}
-	pthread_cond_broadcast(&c->slot_cond);
+	tail = queue_take_locked(c, tail);
+	slots_fail_locked(c, -EIO, tail, &calls);
 	pthread_mutex_unlock(&c->wlock);
 	pthread_mutex_unlock(&c->qlock);
 
 	bcp_client_logf(LOG_WARNING,
 			"agent at %s still unreachable after %d ms: requests fail with EIO until it is back",
 			c->addr_str, c->opts.reconnect_timeout_ms);
-	io_list_complete(list, -EIO);
-	while ((call = calls)) {
-		calls = call->next;
-		call->done(call, -EIO);
-	}
+	client_complete(list, calls, -EIO);
 }
 
 /* The connection of epoch is lost: pause, or fail everything. */
@@ -569,10 +575,8 @@ static void client_lost_epoch(struct bcp_client *c, const char *why,
 static void client_misbehaved(struct bcp_client *c, const char *why,
 			      uint64_t epoch)
 {
-	struct bcp_io *list = NULL, **tail = &list;
-	struct bcp_call *calls = NULL, *call;
-	struct bcp_wslot *s;
-	uint32_t i;
+	struct bcp_io *list = NULL;
+	struct bcp_call *calls = NULL;
 
 	if (c->opts.reconnect_timeout_ms <= 0) {
 		client_lost_epoch(c, why, epoch);
@@ -586,32 +590,11 @@ static void client_misbehaved(struct bcp_client *c, const char *why,
 		client_lost_epoch(c, why, epoch);
 		return;
 	}
-	for (i = 0; i < c->nslots; i++) {
-		s = &c->slots[i];
-		if (s->kind == BCP_WSLOT_CALL && !s->done) {
-			s->result = -EIO;
-			s->done = 1;
-			pthread_cond_signal(&s->cond);
-		} else if (s->kind == BCP_WSLOT_ACALL) {
-			s->call->next = calls;
-			calls = s->call;
-			slot_put_locked(c, s);
-		} else if (s->kind == BCP_WSLOT_BATCH) {
-			*tail = s->head;
-			while (*tail)
-				tail = &(*tail)->next;
-			slot_put_locked(c, s);
-		}
-	}
-	pthread_cond_broadcast(&c->slot_cond);
+	slots_fail_locked(c, -EIO, &list, &calls);
 	pthread_mutex_unlock(&c->wlock);
 	pthread_mutex_unlock(&c->qlock);
 	client_lost_epoch(c, why, epoch);
-	io_list_complete(list, -EIO);
-	while ((call = calls)) {
-		calls = call->next;
-		call->done(call, -EIO);
-	}
+	client_complete(list, calls, -EIO);
 }
 
 void bcp_client_break(struct bcp_client *c, const char *why)

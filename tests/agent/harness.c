@@ -244,36 +244,9 @@ int t_raw_call(int fd, struct bcp_msg *m, struct bcp_msg *rep, void *buf,
 int t_raw_handshake(int fd, const char *secret, uint64_t *root,
 		    struct bcp_hello_rep *hello)
 {
-	uint8_t buf[512], nc[BCP_NONCE_LEN];
-	struct bcp_msg m, rep;
-	const char *key = secret ? secret : "";
-	int ret;
+	static const uint8_t none[BCP_CLIENT_ID_LEN];
 
-	bcp_random(nc, sizeof(nc));
-	bcp_msg_init(&m, BCP_OP_HELLO, 1);
-	m.u.hello_req.ver_min = BCP_VERSION_MIN;
-	m.u.hello_req.ver_max = BCP_VERSION_MAX;
-	m.u.hello_req.features = BCP_FEAT_ALL;
-	memcpy(m.u.hello_req.nonce, nc, sizeof(nc));
-	ret = t_raw_call(fd, &m, &rep, buf, sizeof(buf));
-	if (ret < 0)
-		return ret;
-	if (hello)
-		*hello = rep.u.hello_rep;
-	{
-		uint8_t ns[BCP_NONCE_LEN];
-
-		memcpy(ns, rep.u.hello_rep.nonce, sizeof(ns));
-		bcp_msg_init(&m, BCP_OP_AUTH, 2);
-		bcp_auth_mac(key, strlen(key), BCP_AUTH_LABEL_CLIENT, ns,
-			     sizeof(ns), nc, sizeof(nc), m.u.auth_req.mac);
-	}
-	ret = t_raw_call(fd, &m, &rep, buf, sizeof(buf));
-	if (ret < 0)
-		return ret;
-	if (root)
-		*root = rep.u.auth_rep.root;
-	return 0;
+	return t_raw_handshake_client(fd, secret, none, root, hello);
 }
 
 int t_raw_closed(int fd, int timeout_ms)
