@@ -219,6 +219,7 @@ static const struct op_desc op_tab[BCP_OP_MAX] = {
 	OPD(LSEEK, lseek_req, lseek_rep),
 	OPD(REBIND, rebind_req, batch_rep),
 	OPD(REOPEN, reopen_req, open_rep),
+	OPD(NOTIFY, notify_req, NONE),
 	OPD(REGISTER_REGION, region_req, NONE),
 	OPD(UNREGISTER_REGION, unregion_req, NONE),
 	OPD(BATCH_PULL, batch_req, batch_rep),
@@ -698,6 +699,22 @@ static int body_rules(const struct bcp_msg *m, bool reply,
 		t->name_kind = NK_XATTR;
 		t->name_len = m->u.removexattr_req.name_len;
 		break;
+	case BCP_OP_NOTIFY: {
+		const struct bcp_notify_req *n = &m->u.notify_req;
+		int named = n->kind == BCP_NOTIFY_ENTRY ||
+			    n->kind == BCP_NOTIFY_DELETE;
+
+		if (n->kind < BCP_NOTIFY_INODE || n->kind > BCP_NOTIFY_RESET ||
+		    (!named && n->name_len) || (named && !n->name_len) ||
+		    (n->kind == BCP_NOTIFY_INODE && n->offset < -1) ||
+		    n->length < 0 || m->hdr.req_id != 0)
+			return fail(why, BCP_E_BAD_FIELD, -EINVAL);
+		if (named) {
+			t->name_kind = NK_NAME;
+			t->name_len = n->name_len;
+		}
+		break;
+	}
 	case BCP_OP_FORGET:
 		if (m->u.forget_req.count == 0)
 			return fail(why, BCP_E_FORGET_COUNT, -EINVAL);

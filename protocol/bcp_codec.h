@@ -42,6 +42,7 @@
  *   FORGET              forget_req / forgets           -
  *   COPY_FILE_RANGE     copy_req                       copy_rep
  *   LSEEK               lseek_req                      lseek_rep
+ *   NOTIFY (agent)      notify_req / name              (none: not answered)
  *   REGISTER_REGION     region_req                     -
  *   UNREGISTER_REGION   unregion_req                   -
  *   BATCH_PULL, _PUSH   batch_req / segs               batch_rep / statuses
@@ -167,6 +168,7 @@ struct bcp_msg {
 		struct bcp_lseek_rep lseek_rep;
 		struct bcp_rebind_req rebind_req;
 		struct bcp_reopen_req reopen_req;
+		struct bcp_notify_req notify_req;
 		struct bcp_region_req region_req;
 		struct bcp_unregion_req unregion_req;
 		struct bcp_batch_req batch_req;

@@ -27,6 +27,9 @@
  *      host resume its handles, open files and unanswered requests on a
  *      restarted agent (BCP_FEAT_RESUME).  The entry layout changed, so
  *      version 1 is no longer spoken.
+ *   2 + BCP_FEAT_NOTIFY: the agent sends NOTIFY frames (requests from the
+ *      agent, never answered) when another session or a process on the
+ *      agent's machine changes something this session holds.
  */
 #ifndef BCP_WIRE_H
 #define BCP_WIRE_H
@@ -77,7 +80,8 @@
 #define BCP_FEAT_COPY_RANGE	(1ull << 4)
 #define BCP_FEAT_SETATTR_CTIME	(1ull << 5) /* BCP_SETATTR_CTIME understood */
 #define BCP_FEAT_RESUME		(1ull << 6) /* fids, REBIND, REOPEN, replay */
-#define BCP_FEAT_ALL		((1ull << 7) - 1)
+#define BCP_FEAT_NOTIFY		(1ull << 7) /* the agent sends NOTIFY */
+#define BCP_FEAT_ALL		((1ull << 8) - 1)
 
 enum bcp_opcode {
 	BCP_OP_HELLO = 1,
@@ -114,6 +118,7 @@ enum bcp_opcode {
 	BCP_OP_LSEEK = 37,
 	BCP_OP_REBIND = 38,
 	BCP_OP_REOPEN = 39,
+	BCP_OP_NOTIFY = 40,
 	BCP_OP_REGISTER_REGION = 50,
 	BCP_OP_UNREGISTER_REGION = 51,
 	BCP_OP_BATCH_PULL = 52,
@@ -324,6 +329,29 @@ enum bcp_region_kind {
  */
 #define BCP_REOPEN_REQ_FIELDS(X) \
 	X(U64, handle) X(U64, fh) X(U32, flags) X(U32, dir)
+/*
+ * NOTIFY (BCP_FEAT_NOTIFY): agent -> host, req_id 0, never answered.
+ * Something this session holds was changed by another session or by a
+ * process on the agent's machine; the host drops what it cached of it.
+ *   INODE   handle's attributes changed, and its data in [offset,
+ *           offset + length) (length 0: to the end; offset -1: the
+ *           attributes only).
+ *   ENTRY   the name name[name_len] in directory handle now names
+ *           something else or nothing (and the directory changed).
+ *   DELETE  the name in directory handle that named child is gone.
+ *   RESET   notifications were lost (the session's queue overflowed):
+ *           drop everything cached.  handle, child, offset, length 0.
+ * tail: name[name_len] (ENTRY and DELETE; 0 otherwise).
+ */
+#define BCP_NOTIFY_REQ_FIELDS(X) \
+	X(U32, kind) X(U16, name_len) X(PAD16, pad0) X(U64, handle) \
+	X(U64, child) X(S64, offset) X(S64, length)
+enum bcp_notify_kind {
+	BCP_NOTIFY_INODE = 1,
+	BCP_NOTIFY_ENTRY = 2,
+	BCP_NOTIFY_DELETE = 3,
+	BCP_NOTIFY_RESET = 4,
+};
 /* shm: the memfd rides with BCP_HF_FD; rdma: addr + rkey; tcp: neither */
 #define BCP_REGION_REQ_FIELDS(X) \
 	X(U32, region_id) X(U32, kind) X(U64, length) X(U64, addr) \
@@ -395,6 +423,7 @@ enum bcp_region_kind {
 	M(rebind_req, BCP_REBIND_REQ_FIELDS, 8) \
 	M(rebind_one, BCP_REBIND_ONE_FIELDS, 80) \
 	M(reopen_req, BCP_REOPEN_REQ_FIELDS, 24) \
+	M(notify_req, BCP_NOTIFY_REQ_FIELDS, 40) \
 	M(region_req, BCP_REGION_REQ_FIELDS, 32) \
 	M(unregion_req, BCP_UNREGION_REQ_FIELDS, 8) \
 	M(batch_req, BCP_BATCH_REQ_FIELDS, 8) \

@@ -530,6 +530,32 @@ static void rebind_cases(void)
 	build(&m);
 	p64(WOFF(reopen_req, fh), 0);
 	EXPECT("reopen fh 0", BCP_E_BAD_FIELD, -EINVAL);
+
+	bcp_msg_init(&m, BCP_OP_NOTIFY, 0);
+	m.u.notify_req.kind = BCP_NOTIFY_INODE;
+	m.u.notify_req.handle = 9;
+	m.u.notify_req.offset = -1;
+	build(&m);
+	EXPECT("notify inode", BCP_E_OK, 0);
+	p32(WOFF(notify_req, kind), 5);
+	EXPECT("notify kind 5", BCP_E_BAD_FIELD, -EINVAL);
+	build(&m);
+	p64(WOFF(notify_req, offset), (uint64_t)-2);
+	EXPECT("notify offset -2", BCP_E_BAD_FIELD, -EINVAL);
+	build(&m);
+	p64(WOFF(notify_req, length), (uint64_t)-1);
+	EXPECT("notify length -1", BCP_E_BAD_FIELD, -EINVAL);
+	m.u.notify_req.kind = BCP_NOTIFY_ENTRY;
+	m.u.notify_req.offset = 0;
+	m.name = "x";
+	m.u.notify_req.name_len = 1;
+	build(&m);
+	EXPECT("notify entry", BCP_E_OK, 0);
+	p32(WOFF(notify_req, kind), BCP_NOTIFY_RESET);
+	EXPECT("notify reset with a name", BCP_E_BAD_FIELD, -EINVAL);
+	build(&m);
+	p64(offsetof(struct bcp_w_hdr, req_id), 3);
+	EXPECT("notify with a req_id", BCP_E_BAD_FIELD, -EINVAL);
 }
 
 static void readdir_base(int plus, const char *n2)

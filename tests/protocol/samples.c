@@ -171,6 +171,7 @@ struct op_spec {
 #define SZ_data_req 16
 #define SZ_rebind_req 8
 #define SZ_reopen_req 24
+#define SZ_notify_req 40
 
 static const struct op_spec ops[BCP_OP_MAX] = {
 	OPS(HELLO, hello_req, hello_rep),
@@ -207,6 +208,7 @@ static const struct op_spec ops[BCP_OP_MAX] = {
 	OPS(LSEEK, lseek_req, lseek_rep),
 	OPS(REBIND, rebind_req, batch_rep),
 	OPS(REOPEN, reopen_req, open_rep),
+	OPS(NOTIFY, notify_req, none),
 	OPS(REGISTER_REGION, region_req, none),
 	OPS(UNREGISTER_REGION, unregion_req, none),
 	OPS(BATCH_PULL, batch_req, batch_rep),
@@ -374,6 +376,14 @@ static void fix_request(struct sample *s, uint64_t *seed)
 	case BCP_OP_REOPEN:
 		m->u.reopen_req.fh |= 1;
 		m->u.reopen_req.dir = 1;
+		break;
+	case BCP_OP_NOTIFY:
+		m->hdr.req_id = 0;
+		m->u.notify_req.kind = BCP_NOTIFY_DELETE;
+		m->u.notify_req.name_len = sizeof(NAME1) - 1;
+		m->u.notify_req.offset &= INT64_MAX;
+		m->u.notify_req.length &= INT64_MAX;
+		m->name = NAME1;
 		break;
 	case BCP_OP_COPY_FILE_RANGE:
 		m->u.copy_req.off_in = 12345;
