@@ -319,10 +319,10 @@ struct watch_rec {
 };
 
 static int watch_parse(const struct fanotify_event_metadata *m,
-		       struct watch_rec *r)
+		       const uint8_t *raw, struct watch_rec *r)
 {
-	const uint8_t *p = (const uint8_t *)m + m->metadata_len;
-	const uint8_t *end = (const uint8_t *)m + m->event_len;
+	const uint8_t *p = raw + m->metadata_len;
+	const uint8_t *end = raw + m->event_len;
 
 	memset(r, 0, sizeof(*r));
 	while (p + sizeof(struct fanotify_event_info_header) <= end) {
@@ -361,7 +361,9 @@ static int watch_parse(const struct fanotify_event_metadata *m,
 	return 0;
 }
 
-static void watch_event(const struct fanotify_event_metadata *m)
+/* One event: m, a copy of its header, and raw, the event itself. */
+static void watch_event(const struct fanotify_event_metadata *m,
+			const uint8_t *raw)
 {
 	const uint64_t dirent = FAN_CREATE | FAN_DELETE | FAN_MOVED_FROM |
 				FAN_MOVED_TO;
@@ -382,7 +384,7 @@ static void watch_event(const struct fanotify_event_metadata *m)
 		watch.own++;
 		return;
 	}
-	if (watch_parse(m, &r) < 0) {
+	if (watch_parse(m, raw, &r) < 0) {
 		agent_warn_rl("watch: malformed event (mask %#llx) dropped",
 			      (unsigned long long)m->mask);
 		return;
@@ -449,16 +451,14 @@ out:
 
 static void *watch_main(void *arg)
 {
-	static uint8_t buf[WATCH_BUF]
-		__attribute__((aligned(__alignof__(
-			struct fanotify_event_metadata))));
+	static uint8_t buf[WATCH_BUF];
 	struct pollfd pfd[2] = {
 		{ .fd = watch.fan_fd, .events = POLLIN },
 		{ .fd = watch.stop_fd, .events = POLLIN },
 	};
 	const struct timespec gather = { .tv_nsec = WATCH_GATHER_NS };
-	const struct fanotify_event_metadata *m;
-	size_t got;
+	struct fanotify_event_metadata md;
+	size_t got, off;
 	ssize_t n;
 
 	(void)arg;
@@ -482,15 +482,21 @@ static void *watch_main(void *arg)
 			break;
 		}
 		got = (size_t)n;
-		for (m = (const void *)buf; FAN_EVENT_OK(m, n);
-		     m = FAN_EVENT_NEXT(m, n)) {
-			if (m->vers != FANOTIFY_METADATA_VERSION) {
+		/* events are 4-byte aligned: each header is copied */
+		for (off = 0; off + sizeof(md) <= got; off += md.event_len) {
+			memcpy(&md, buf + off, sizeof(md));
+			if (md.event_len < sizeof(md) ||
+			    md.event_len > got - off ||
+			    md.metadata_len < sizeof(md) ||
+			    md.metadata_len > md.event_len)
+				break;
+			if (md.vers != FANOTIFY_METADATA_VERSION) {
 				agent_err("watch: fanotify event version %u, "
 					  "expected %u; no longer watching",
-					  m->vers, FANOTIFY_METADATA_VERSION);
+					  md.vers, FANOTIFY_METADATA_VERSION);
 				return NULL;
 			}
-			watch_event(m);
+			watch_event(&md, buf + off);
 		}
 		/*
 		 * A process writing files one by one makes one event at a
