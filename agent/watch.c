@@ -28,8 +28,9 @@
  * carries the generation: it never names another object later).
  *
  * What is not seen: a change made through a hard link whose directory is
- * outside the root (only the link count of such a file is reported); the
- * hosts see it at their next open or when their attribute timeout ends.
+ * outside the root, and a link count changed from outside the root of a
+ * file the watcher has not seen beneath it; the hosts see those at their
+ * next open or when their attribute timeout ends.
  *
  * Threads: the watcher thread owns everything below but the start/stop
  * fields, which only the main thread touches, before the thread starts
@@ -243,11 +244,12 @@ static int watch_dir_in(const struct file_handle *fh, struct agent_obj *obj)
 }
 
 /*
- * The (dev, ino) of the object fh names: 0, or -ENOENT when it is gone and
- * was never seen (or not seen, with cached_only).  in: its directory lies
- * beneath the root, so a directory it names does too.
+ * The (dev, ino) of the object fh names: 0, or -ENOENT.  in: the event
+ * named its directory, which lies beneath the root, so the object is
+ * looked up if need be (and a directory it names lies beneath the root
+ * too); otherwise only an object seen beneath the root before is known.
  */
-static int watch_obj(const struct file_handle *fh, int in, int cached_only,
+static int watch_obj(const struct file_handle *fh, int in,
 		     struct agent_obj *obj)
 {
 	struct watch_ent *e = watch_find(fh);
@@ -258,7 +260,7 @@ static int watch_obj(const struct file_handle *fh, int in, int cached_only,
 		*obj = e->obj;
 		return e->where == WATCH_OUT ? -ENOENT : 0;
 	}
-	if (cached_only)
+	if (!in)
 		return -ENOENT;
 	fd = open_by_handle_at(watch.mount_fd, (struct file_handle *)fh,
 			       O_PATH | O_CLOEXEC);
@@ -270,13 +272,18 @@ static int watch_obj(const struct file_handle *fh, int in, int cached_only,
 		return -ENOENT;
 	obj->dev = (uint64_t)st.st_dev;
 	obj->ino = (uint64_t)st.st_ino;
-	if (!S_ISDIR(st.st_mode))
-		watch_put(fh, WATCH_OBJ, obj);
-	else if (in || watch_is_root(&st))
-		watch_put(fh, WATCH_IN, obj);
-	else if (!watch_dir_in(fh, obj))
-		return -ENOENT;
+	watch_put(fh, S_ISDIR(st.st_mode) ? WATCH_IN : WATCH_OBJ, obj);
 	return 0;
+}
+
+/* A directory moved: whole trees may have entered or left the root. */
+static void watch_forget_dirs(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < WATCH_CACHE_SLOTS; i++)
+		if (watch.cache[i].where != WATCH_OBJ)
+			watch.cache[i].where = WATCH_EMPTY;
 }
 
 /* One change to the registry; pid made it (for the debug line). */
@@ -401,52 +408,48 @@ static void watch_event(const struct fanotify_event_metadata *m,
 		r.obj = NULL;
 	if (r.dir) {
 		in = watch_dir_in(r.dir, &parent);
-		if (!in && !(r.obj && watch_fh_equal(r.obj, &watch.root_fh.fh)))
-			goto out_outside;
+		if (!in && r.obj && watch_fh_equal(r.obj, &watch.root_fh.fh) &&
+		    (m->mask & FAN_ATTRIB)) {
+			/* the root itself, as its parent sees it */
+			watch_send(BCP_NOTIFY_INODE, &watch.root, NULL, NULL,
+				   -1, m->pid);
+		} else if (!in) {
+			watch.outside++;
+		}
+		if (!in)
+			goto out;
 	}
 	/*
-	 * The last link of a file went (FAN_DELETE_SELF, without a
-	 * directory): the DELETE of its name follows and says it all, so a
-	 * file not seen yet is not looked for (it is gone, and everywhere
-	 * on the file system a removed file would cost a system call).
+	 * Without a directory (a link count changed, the last link went)
+	 * only an object seen beneath the root is known: looking up every
+	 * such object of the file system would cost system calls for
+	 * files elsewhere, and a file's last link going is followed by the
+	 * DELETE of its name anyway.
 	 */
-	have_obj = r.obj && watch_obj(r.obj, in, !r.dir &&
-				      (m->mask & FAN_DELETE_SELF), &obj) == 0;
-	if (r.dir && !in && have_obj) {
-		/* the root itself, as its parent outside the root sees it */
-		if (m->mask & (FAN_MODIFY | FAN_ATTRIB))
-			watch_send(BCP_NOTIFY_INODE, &obj, NULL, NULL, -1,
-				   m->pid);
-		goto out;
-	}
-	if (r.name && in) {
+	have_obj = r.obj && watch_obj(r.obj, in, &obj) == 0;
+	if (r.name) {
 		if (m->mask & (FAN_DELETE | FAN_MOVED_FROM)) {
-			if (!have_obj)
-				memset(&obj, 0, sizeof(obj));
-			watch_send(BCP_NOTIFY_DELETE, &obj, &parent, r.name, 0,
-				   m->pid);
+			struct agent_obj gone = { 0, 0 };
+
+			watch_send(BCP_NOTIFY_DELETE, have_obj ? &obj : &gone,
+				   &parent, r.name, 0, m->pid);
 		}
 		if (m->mask & (FAN_CREATE | FAN_MOVED_TO))
 			watch_send(BCP_NOTIFY_ENTRY, NULL, &parent, r.name, 0,
 				   m->pid);
 	}
 	/*
-	 * An object without a directory (a link count changed, the last
-	 * link went): where it lies is not known, the registry knows
-	 * whether anyone holds it.
+	 * A name added or removed changed the link count (or the parent)
+	 * of its object too: its holders hear of it even when they hold
+	 * no directory it is in.
 	 */
-	if (have_obj && (m->mask & (FAN_MODIFY | FAN_ATTRIB)))
+	if (have_obj && (m->mask & (FAN_MODIFY | FAN_ATTRIB | dirent)))
 		watch_send(BCP_NOTIFY_INODE, &obj, NULL, NULL,
 			   m->mask & FAN_MODIFY ? 0 : -1, m->pid);
-	goto out;
-
-out_outside:
-	watch.outside++;
 out:
-	/* a directory moved: whole trees may have entered or left */
 	if ((m->mask & (FAN_MOVED_FROM | FAN_MOVED_TO)) &&
 	    (m->mask & FAN_ONDIR))
-		memset(watch.cache, 0, sizeof(watch.cache));
+		watch_forget_dirs();
 }
 
 static void *watch_main(void *arg)
