@@ -20,7 +20,8 @@
  * in the cache is opened by handle and walked up with ".." until the root,
  * the top of the file system, or a directory already in the cache; every
  * directory on the way is cached.  A directory moved anywhere may move a
- * whole tree in or out of the root, so such a move empties the cache.
+ * whole tree in or out of the root, so such a move empties the cache of
+ * its directories.
  * The cache is direct-mapped with WATCH_CACHE_SLOTS entries (about
  * 300 KiB), whatever the file system holds; it also keeps the (dev, ino)
  * of the files events named, so that the DELETE of a file's last name,
