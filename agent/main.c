@@ -43,6 +43,7 @@
 #include "bcp_auth.h"
 #include "bcp_xfer_srv.h"
 #include "resume.h"
+#include "watch.h"
 
 #define MAIN_PENDING_MAX	256
 #define MAIN_FIRST_MAX		128	/* HELLO and DATA_ATTACH fit */
@@ -138,6 +139,10 @@ static const char usage_text[] =
 "      --meta-io MODE        metadata operations: sync (system calls on the\n"
 "                            worker thread, the default) or uring (through\n"
 "                            the worker's io_uring)\n"
+"      --watch MODE          tell hosts what other processes on this machine\n"
+"                            change beneath DIR (fanotify): auto (when the\n"
+"                            agent has CAP_SYS_ADMIN, the default), yes\n"
+"                            (do not start without it) or no\n"
 "\n"
 "Identity and limits (see doc/security.md):\n"
 "      --squash MODE         tcp/rdma hosts: none, root (ids 0 become the\n"
@@ -215,6 +220,7 @@ static const struct option main_opts[] = {
 	{ "log-file", required_argument, NULL, 1022 },
 	{ "state-dir", required_argument, NULL, 1023 },
 	{ "fd-cache", required_argument, NULL, 1024 },
+	{ "watch", required_argument, NULL, 1025 },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -330,6 +336,7 @@ struct main_cfg {
 	char *log_file;			/* --log-file, or NULL */
 	char *sock_group;		/* --socket-group, or NULL */
 	int sock_mode;			/* --socket-mode, or -1 */
+	int watch;			/* enum agent_watch_mode */
 };
 
 static struct main_cfg main_cfg = { .a = &agent_cfg, .sock_mode = -1 };
@@ -471,6 +478,16 @@ static int main_set(struct main_cfg *c, const char *key, const char *val,
 			a->meta_io = AGENT_META_SYNC;
 		else if (!strcmp(val, "uring"))
 			a->meta_io = AGENT_META_URING;
+		else
+			goto out_bad;
+	} else if (!strcmp(key, "watch")) {
+		range = "auto, yes or no";
+		if (!strcmp(val, "auto"))
+			c->watch = AGENT_WATCH_AUTO;
+		else if (!strcmp(val, "yes"))
+			c->watch = AGENT_WATCH_YES;
+		else if (!strcmp(val, "no"))
+			c->watch = AGENT_WATCH_NO;
 		else
 			goto out_bad;
 	} else if (!strcmp(key, "socket-mode")) {
@@ -630,6 +647,7 @@ static int main_parse(struct main_cfg *cf, int argc, char **argv)
 		case 1022: key = "log-file"; break;
 		case 1023: key = "state-dir"; break;
 		case 1024: key = "fd-cache"; break;
+		case 1025: key = "watch"; break;
 		default:
 			fputs("Try 'bluecache-agent --help'.\n", stderr);
 			return -EINVAL;
@@ -1337,6 +1355,7 @@ static void main_reload_fixed(const struct main_cfg *n, char *buf,
 	FIXED(main_str_differ(main_cfg.sock_group, n->sock_group),
 	      "socket-group");
 	FIXED(main_cfg.sock_mode != n->sock_mode, "socket-mode");
+	FIXED(main_cfg.watch != n->watch, "watch");
 	FIXED(o->max_sessions < a->max_sessions,
 	      "max-sessions (raised: descriptors are reserved at start-up)");
 #undef FIXED
@@ -1696,11 +1715,21 @@ int main(int argc, char **argv)
 			goto out_listeners;
 		}
 	}
+	/* after the workers: what it sees goes to their sessions */
+	ret = agent_watch_start(agent_cfg.root_fd, agent_cfg.root,
+				(enum agent_watch_mode)main_cfg.watch);
+	if (ret < 0) {
+		agent_metrics_stop();
+		agent_workers_stop(NULL);
+		bcp_xrdma_shutdown();
+		goto out_listeners;
+	}
 	agent_info("serving %s with %u worker(s), %u slots of %u bytes each",
 		   agent_cfg.root, agent_cfg.workers, agent_cfg.queue_depth,
 		   agent_cfg.slot_size);
 	main_ready(daemon_fd);
 	main_loop(sfd);
+	agent_watch_stop();
 	agent_metrics_stop();
 	main_sd_notify("STOPPING=1");
 	for (i = 0; i < nlisteners; i++) {
