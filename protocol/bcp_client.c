@@ -1444,11 +1444,20 @@ static void sender_forget(struct bcp_client *c, uint32_t n, uint64_t epoch)
 }
 
 /* Send one batch from the queues.  Called with no lock held. */
-static void sender_batch(struct bcp_client *c)
+/*
+ * Send what is queued as one batch, encoded with segs and buf: the
+ * sender's own, or (direct) those of the submitter that holds
+ * direct_busy.  The sender waits for a slot; a direct submitter takes one
+ * only if it is free at once.  Returns 1 when a slot was taken (the
+ * batch sent, or its I/Os completed or put back), 0 when none was free.
+ * No lock held.
+ */
+static int client_batch(struct bcp_client *c, int direct,
+			struct bcp_seg *segs, uint8_t *buf)
 {
 	struct bcp_io *head, *io;
 	struct timespec dl;
-	struct bcp_wslot *s;
+	struct bcp_wslot *s = NULL;
 	struct bcp_msg m;
 	uint32_t n, k;
 	uint16_t op;
@@ -1459,12 +1468,17 @@ static void sender_batch(struct bcp_client *c)
 	 * no longer than a scan period: the sender also fails the requests
 	 * that hold the slots when the agent leaves them unanswered.
 	 */
-	deadline_after(&dl, (int)sender_scan_period(c));
 	pthread_mutex_lock(&c->wlock);
-	s = slot_get_locked(c, &dl, &err);
+	if (!direct) {
+		deadline_after(&dl, (int)sender_scan_period(c));
+		s = slot_get_locked(c, &dl, &err);
+	} else if (c->state == BCP_CLIENT_READY &&
+		   c->free_slot != BCP_POOL_NONE) {
+		s = slot_get_locked(c, NULL, &err);
+	}
 	pthread_mutex_unlock(&c->wlock);
 	if (!s)
-		return;
+		return 0;
 
 	pthread_mutex_lock(&c->qlock);
 	k = c->next_queue;
@@ -1489,18 +1503,18 @@ static void sender_batch(struct bcp_client *c)
 	len = -ENOTCONN;
 	if (n) {
 		for (io = head, n = 0; io; io = io->next, n++) {
-			c->segs[n].fh = io->fh;
-			c->segs[n].offset = io->offset;
-			c->segs[n].length = io->length;
-			c->segs[n].region_id = c->region_id;
-			c->segs[n].region_off = (uint64_t)((uint8_t *)io->buf -
+			segs[n].fh = io->fh;
+			segs[n].offset = io->offset;
+			segs[n].length = io->length;
+			segs[n].region_id = c->region_id;
+			segs[n].region_off = (uint64_t)((uint8_t *)io->buf -
 						(uint8_t *)c->pool_base);
 		}
 		bcp_msg_init(&m, op, s->req_id);
 		m.u.batch_req.count = n;
 		m.u.batch_req.flags = 0;
-		m.segs = c->segs;
-		len = bcp_encode(c->bbuf, BCP_FRAME_MAX, &m);
+		m.segs = segs;
+		len = bcp_encode(buf, BCP_FRAME_MAX, &m);
 	}
 
 	pthread_mutex_lock(&c->qlock);
@@ -1511,7 +1525,7 @@ static void sender_batch(struct bcp_client *c)
 		slot_put_locked(c, s);
 		pthread_mutex_unlock(&c->wlock);
 		pthread_mutex_unlock(&c->qlock);
-		return;
+		return 1;
 	}
 	pthread_mutex_unlock(&c->qlock);
 	if (len < 0 || c->state != BCP_CLIENT_READY) {
@@ -1519,7 +1533,7 @@ static void sender_batch(struct bcp_client *c)
 		slot_put_locked(c, s);
 		pthread_mutex_unlock(&c->wlock);
 		io_list_complete(head, err);
-		return;
+		return 1;
 	}
 	s->kind = BCP_WSLOT_BATCH;
 	s->op = op;
@@ -1529,7 +1543,13 @@ static void sender_batch(struct bcp_client *c)
 
 	__atomic_fetch_add(&c->stats.batches, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&c->stats.segments, n, __ATOMIC_RELAXED);
-	send_frame(c, c->bbuf, (size_t)len, s->epoch);
+	send_frame(c, buf, (size_t)len, s->epoch);
+	return 1;
+}
+
+static void sender_batch(struct bcp_client *c)
+{
+	client_batch(c, 0, c->segs, c->bbuf);
 }
 
 /*
@@ -1706,6 +1726,8 @@ static void client_free(struct bcp_client *c)
 	free(c->dbuf);
 	free(c->fbuf);
 	free(c->segs);
+	free(c->dsegs);
+	free(c->dbuf_batch);
 	free(c->forgets);
 	free(c->posts);
 	free(c->bbuf);
@@ -1759,6 +1781,8 @@ static int client_alloc_buffers(struct bcp_client *c)
 		return -ENOMEM;
 	c->bbuf = malloc(BCP_FRAME_MAX);
 	c->segs = calloc(BCP_SEGS_MAX, sizeof(*c->segs));
+	c->dbuf_batch = malloc(BCP_FRAME_MAX);
+	c->dsegs = calloc(BCP_SEGS_MAX, sizeof(*c->dsegs));
 	c->forgets = calloc(BCP_CLIENT_FORGETQ, sizeof(*c->forgets));
 	c->posts = malloc((size_t)BCP_CLIENT_POSTQ * BCP_CLIENT_POST_LEN);
 	c->fbuf = calloc(BCP_FORGETS_MAX, sizeof(*c->fbuf));
@@ -1766,8 +1790,9 @@ static int client_alloc_buffers(struct bcp_client *c)
 	if (c->nslots > BCP_CLIENT_SLOTS_MAX)
 		c->nslots = BCP_CLIENT_SLOTS_MAX;
 	c->slots = calloc(c->nslots, sizeof(*c->slots));
-	if (!c->sbuf || !c->bbuf || !c->segs || !c->forgets || !c->posts ||
-	    !c->fbuf || !c->slots) {
+	if (!c->sbuf || !c->bbuf || !c->segs || !c->dbuf_batch ||
+	    !c->dsegs || !c->forgets || !c->posts || !c->fbuf ||
+	    !c->slots) {
 		c->nslots = 0;
 		return -ENOMEM;
 	}
@@ -2809,9 +2834,20 @@ void bcp_client_submit(struct bcp_client *c, struct bcp_io *io)
 		pthread_mutex_unlock(&c->qlock);
 		r = client_send_direct(c, io);
 		pthread_mutex_lock(&c->qlock);
+		if (!r && c->sender_sleeping && (c->qlen[0] || c->qlen[1])) {
+			/*
+			 * What others queued meanwhile goes out from here,
+			 * coalesced, once: waking the sender for it would
+			 * add a hand-off per batch.  The rest, if any, is
+			 * the sender's.
+			 */
+			pthread_mutex_unlock(&c->qlock);
+			client_batch(c, 1, c->dsegs, c->dbuf_batch);
+			pthread_mutex_lock(&c->qlock);
+		}
 		c->direct_busy = 0;
 		if (!r) {
-			/* what others queued meanwhile goes to the sender */
+			/* what is still queued goes to the sender */
 			wake = c->sender_sleeping &&
 			       (c->qlen[0] || c->qlen[1]);
 			if (wake)

@@ -244,6 +244,9 @@ struct bcp_client {
 	uint64_t next_scan_ms;		/* sender: next look for overdue
 					 * requests */
 	struct bcp_seg *segs;		/* sender */
+	/* the submitter that holds direct_busy (qlock): */
+	uint8_t *dbuf_batch;		/* encode buffer of its batch */
+	struct bcp_seg *dsegs;		/* its batch's segments */
 	struct bcp_forget_one *fbuf;	/* sender */
 	uint8_t *dbuf;			/* data thread: discard buffer */
 
