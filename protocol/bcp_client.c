@@ -861,6 +861,11 @@ static void client_spin_init(struct bcp_spin *g)
 
 static void client_spin_fini(struct bcp_spin *g)
 {
+	if (g->usec)
+		bcp_client_logf(LOG_DEBUG,
+				"receiver spin: %llu frames caught spinning, %llu waits slept",
+				(unsigned long long)g->spun,
+				(unsigned long long)g->slept);
 	if (g->loadavg_fd >= 0)
 		close(g->loadavg_fd);
 	g->loadavg_fd = -1;
