@@ -18,6 +18,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -337,27 +339,101 @@ static int worker_kick(struct agent_worker *w)
 }
 
 /*
+ * The worker's spinning (worker_wait).  Owned by its worker thread.
+ */
+struct worker_spin {
+	int loadavg_fd;			/* /proc/loadavg, or -1: never spin */
+	unsigned int ncpus;		/* online CPUs */
+	int open;			/* the last sample allowed spinning */
+	uint64_t next_ns;		/* when to sample again */
+};
+
+#define WORKER_SPIN_SAMPLE_NS	1000000ull
+
+static void worker_spin_init(struct worker_spin *g)
+{
+	long ncpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	memset(g, 0, sizeof(*g));
+	g->loadavg_fd = -1;
+	/* one CPU never has another idle beside the spinner's */
+	if (!agent_cfg.spin_usec || ncpus < 2)
+		return;
+	g->loadavg_fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+	g->ncpus = (unsigned int)ncpus;
+}
+
+static void worker_spin_fini(struct worker_spin *g)
+{
+	if (g->loadavg_fd >= 0)
+		close(g->loadavg_fd);
+	g->loadavg_fd = -1;
+}
+
+/*
+ * 1 when a CPU is idle: fewer threads runnable, this one included, than
+ * there are CPUs.  The fourth field of /proc/loadavg ("2/345") counts the
+ * threads runnable at the moment of the read; /proc/stat's idle time
+ * moves in scheduler ticks and costs a page of text per read.  Sampled
+ * at most every WORKER_SPIN_SAMPLE_NS.
+ */
+static int worker_spin_idle_cpu(struct worker_spin *g, uint64_t now)
+{
+	char buf[128], *p = buf;
+	unsigned long running;
+	ssize_t n;
+	int i;
+
+	if (now < g->next_ns)
+		return g->open;
+	g->next_ns = now + WORKER_SPIN_SAMPLE_NS;
+	g->open = 0;
+	n = pread(g->loadavg_fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	for (i = 0; i < 3 && p; i++) {
+		p = strchr(p, ' ');
+		if (p)
+			p++;
+	}
+	if (!p)
+		return 0;
+	running = strtoul(p, NULL, 10);
+	g->open = running && running < g->ncpus;
+	return g->open;
+}
+
+/*
  * Wait for events.  After a pass that served something, poll for up to
  * spin_usec first: at queue depth 1 the next request follows the reply
  * within microseconds, and catching it awake saves the sleep and the
- * wake-up.  A poll that finds nothing ends the spinning until the next
- * event, so an idle worker sleeps and burns no CPU.
+ * wake-up.  It spins only while a CPU is idle, and yields between polls
+ * so that a woken thread sharing this CPU (the host's, when the agent
+ * runs beside it) runs at once: under load it costs nothing.  A spin that
+ * finds nothing ends the spinning until the next event, so an idle worker
+ * sleeps and burns no CPU.
  */
-static int worker_wait(struct agent_worker *w, struct epoll_event *evs,
-		       int max, int busy, int *spin)
+static int worker_wait(struct agent_worker *w, struct worker_spin *g,
+		       struct epoll_event *evs, int max, int busy, int *spin)
 {
-	uint64_t until;
+	uint64_t now, until;
 	int n;
 
 	if (busy)
 		return epoll_wait(w->epfd, evs, max, 0);
-	if (*spin && agent_cfg.spin_usec) {
-		until = agent_now_ns() + agent_cfg.spin_usec * 1000ull;
-		do {
+	if (*spin && g->loadavg_fd >= 0) {
+		now = agent_now_ns();
+		until = now + agent_cfg.spin_usec * 1000ull;
+		while (worker_spin_idle_cpu(g, now)) {
 			n = epoll_wait(w->epfd, evs, max, 0);
 			if (n)
 				return n;
-		} while (agent_now_ns() < until);
+			now = agent_now_ns();
+			if (now >= until)
+				break;
+			sched_yield();
+		}
 		*spin = 0;
 	}
 	n = epoll_wait(w->epfd, evs, max, 200);
@@ -369,12 +445,14 @@ static void *worker_main(void *arg)
 {
 	struct agent_worker *w = arg;
 	struct epoll_event evs[64];
+	struct worker_spin g;
 	int busy = 0, spin = 0;
 
+	worker_spin_init(&g);
 	while (!w->stopping || w->nsessions) {
 		int n, i, inbox;
 
-		n = worker_wait(w, evs, 64, busy, &spin);
+		n = worker_wait(w, &g, evs, 64, busy, &spin);
 		if (n < 0 && errno != EINTR) {
 			agent_err("worker %u: epoll_wait: %s", w->idx,
 				  strerror(errno));
@@ -420,6 +498,7 @@ static void *worker_main(void *arg)
 		busy = worker_kick(w);
 		io_uring_submit(&w->ring.ring);
 	}
+	worker_spin_fini(&g);
 	return NULL;
 }
 

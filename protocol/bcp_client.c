@@ -52,9 +52,11 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +76,11 @@
 #define BCP_CLIENT_FORGET_IDLE_NS	2000000L	/* 2 ms */
 #define BCP_CLIENT_SCAN_MIN_MS		10
 #define BCP_CLIENT_SCAN_MAX_MS		1000
+/*
+ * The receiver's spin after the last frame (doc/performance.md, "Where
+ * the time goes"); BLUECACHE_SPIN_USEC in the environment overrides it.
+ */
+#define BCP_CLIENT_SPIN_USEC_DEFAULT	50
 #ifdef HAVE_RDMA
 #define BCP_CLIENT_HAVE_RDMA		1
 #else
@@ -100,6 +107,14 @@ static uint64_t client_now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static uint64_t client_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* Process-wide logging (set before any client exists). */
@@ -809,6 +824,131 @@ out_mac:
 	return ret;
 }
 
+/* ---- adaptive spinning ----------------------------------------------- */
+
+/*
+ * How long the receiver spins: BLUECACHE_SPIN_USEC (0 to
+ * BCP_SPIN_USEC_MAX; 0 never spins) or the default.  A machine with one
+ * CPU never has one idle beside the spinner's.
+ */
+static void client_spin_init(struct bcp_spin *g)
+{
+	const char *env = getenv("BLUECACHE_SPIN_USEC");
+	unsigned long usec = BCP_CLIENT_SPIN_USEC_DEFAULT;
+	long ncpus = sysconf(_SC_NPROCESSORS_ONLN);
+	char *end;
+
+	memset(g, 0, sizeof(*g));
+	g->loadavg_fd = -1;
+	if (env && *env) {
+		errno = 0;
+		usec = strtoul(env, &end, 10);
+		if (errno || *end || usec > BCP_SPIN_USEC_MAX) {
+			bcp_client_logf(LOG_WARNING,
+					"BLUECACHE_SPIN_USEC=%s is not 0..%u: not spinning",
+					env, BCP_SPIN_USEC_MAX);
+			usec = 0;
+		}
+	}
+	if (!usec || ncpus < 2)
+		return;
+	g->loadavg_fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+	if (g->loadavg_fd < 0)
+		return;
+	g->usec = (unsigned int)usec;
+	g->ncpus = (unsigned int)ncpus;
+}
+
+static void client_spin_fini(struct bcp_spin *g)
+{
+	if (g->usec)
+		bcp_client_logf(LOG_DEBUG,
+				"receiver spin: %llu frames caught spinning, %llu waits slept",
+				(unsigned long long)g->spun,
+				(unsigned long long)g->slept);
+	if (g->loadavg_fd >= 0)
+		close(g->loadavg_fd);
+	g->loadavg_fd = -1;
+	g->usec = 0;
+}
+
+/*
+ * 1 when a CPU is idle: fewer threads runnable, the caller included, than
+ * there are CPUs.  The fourth field of /proc/loadavg ("2/345") counts the
+ * runnable threads at the moment of the read (nr_running()), where
+ * /proc/stat's idle time is a sum in scheduler ticks (4 ms and more) and
+ * costs a page of text per read; a pread of /proc/loadavg costs a few
+ * microseconds, and is done at most every BCP_SPIN_SAMPLE_NS.
+ */
+static int client_spin_idle_cpu(struct bcp_spin *g, uint64_t now)
+{
+	char buf[128], *p = buf;
+	unsigned long running;
+	ssize_t n;
+	int i;
+
+	if (now < g->next_ns)
+		return g->open;
+	g->next_ns = now + BCP_SPIN_SAMPLE_NS;
+	g->open = 0;
+	n = pread(g->loadavg_fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	for (i = 0; i < 3 && p; i++) {
+		p = strchr(p, ' ');
+		if (p)
+			p++;
+	}
+	if (!p)
+		return 0;
+	running = strtoul(p, NULL, 10);
+	g->open = running && running < g->ncpus;
+	return g->open;
+}
+
+/*
+ * Wait, spinning, until the control connection has something to read
+ * (or an error or hang-up to report): at most spin.usec after the last
+ * frame this client sent or received, and only while a CPU is idle.
+ * Returns 1 when it found something, 0 when the caller must sleep.  The
+ * sched_yield() between polls lets a woken thread that shares this CPU
+ * (the application, a FUSE thread) run at once.  Receiver thread only.
+ */
+static int receiver_spin(struct bcp_client *c)
+{
+	struct pollfd pfd = { .fd = c->ctl, .events = POLLIN };
+	struct bcp_spin *g = &c->rspin;
+	uint64_t now, last, sent, window = (uint64_t)g->usec * 1000;
+
+	if (!g->usec)
+		return 0;
+	for (;;) {
+		now = client_now_ns();
+		sent = __atomic_load_n(&c->last_send_ns, __ATOMIC_RELAXED);
+		last = sent > c->rd_last_ns ? sent : c->rd_last_ns;
+		if (now > last && now - last > window)
+			break;
+		if (!client_spin_idle_cpu(g, now))
+			break;
+		if (poll(&pfd, 1, 0) != 0) {
+			g->spun++;
+			return 1;
+		}
+		sched_yield();
+	}
+	g->slept++;
+	return 0;
+}
+
+/* The send path notes when a frame went out: the receiver spins after. */
+static void client_note_send(struct bcp_client *c)
+{
+	if (c->rspin.usec)
+		__atomic_store_n(&c->last_send_ns, client_now_ns(),
+				 __ATOMIC_RELAXED);
+}
+
 /* ---- receiver -------------------------------------------------------- */
 
 static int recv_batch(struct bcp_client *c, const struct bcp_hdr *h,
@@ -1087,7 +1227,11 @@ static void *receiver_main(void *arg)
 	pthread_mutex_lock(&c->wlock);
 	epoch = c->epoch;
 	pthread_mutex_unlock(&c->wlock);
+	c->rd_last_ns = client_now_ns();
 	for (;;) {
+		/* with nothing buffered the next read would sleep */
+		if (c->rd.start == c->rd.end)
+			receiver_spin(c);
 		n = bcp_frame_read(&c->rd, c->ctl, &f, &why);
 		if (n == 0 || n == -ECONNRESET) {
 			snprintf(msg, sizeof(msg),
@@ -1120,6 +1264,8 @@ static void *receiver_main(void *arg)
 			bad = 1;
 			break;
 		}
+		if (c->rspin.usec)
+			c->rd_last_ns = client_now_ns();
 	}
 	if (bad)
 		client_misbehaved(c, msg, epoch);
@@ -1199,6 +1345,8 @@ static int send_frame(struct bcp_client *c, const void *buf, size_t len,
 	pthread_mutex_unlock(&c->send_lock);
 	if (ret < 0)
 		client_lost(c, ret, epoch);
+	else
+		client_note_send(c);
 	return ret;
 }
 
@@ -1220,6 +1368,8 @@ static int send_msg(struct bcp_client *c, struct bcp_msg *req,
 	pthread_mutex_unlock(&c->send_lock);
 	if (ret < 0)
 		client_lost(c, ret, epoch);
+	else if (len >= 0)
+		client_note_send(c);
 	return len < 0 ? len : 0;
 }
 
@@ -1299,11 +1449,20 @@ static void sender_forget(struct bcp_client *c, uint32_t n, uint64_t epoch)
 }
 
 /* Send one batch from the queues.  Called with no lock held. */
-static void sender_batch(struct bcp_client *c)
+/*
+ * Send what is queued as one batch, encoded with segs and buf: the
+ * sender's own, or (direct) those of the submitter that holds
+ * direct_busy.  The sender waits for a slot; a direct submitter takes one
+ * only if it is free at once.  Returns 1 when a slot was taken (the
+ * batch sent, or its I/Os completed or put back), 0 when none was free.
+ * No lock held.
+ */
+static int client_batch(struct bcp_client *c, int direct,
+			struct bcp_seg *segs, uint8_t *buf)
 {
 	struct bcp_io *head, *io;
 	struct timespec dl;
-	struct bcp_wslot *s;
+	struct bcp_wslot *s = NULL;
 	struct bcp_msg m;
 	uint32_t n, k;
 	uint16_t op;
@@ -1314,12 +1473,17 @@ static void sender_batch(struct bcp_client *c)
 	 * no longer than a scan period: the sender also fails the requests
 	 * that hold the slots when the agent leaves them unanswered.
 	 */
-	deadline_after(&dl, (int)sender_scan_period(c));
 	pthread_mutex_lock(&c->wlock);
-	s = slot_get_locked(c, &dl, &err);
+	if (!direct) {
+		deadline_after(&dl, (int)sender_scan_period(c));
+		s = slot_get_locked(c, &dl, &err);
+	} else if (c->state == BCP_CLIENT_READY &&
+		   c->free_slot != BCP_POOL_NONE) {
+		s = slot_get_locked(c, NULL, &err);
+	}
 	pthread_mutex_unlock(&c->wlock);
 	if (!s)
-		return;
+		return 0;
 
 	pthread_mutex_lock(&c->qlock);
 	k = c->next_queue;
@@ -1344,18 +1508,18 @@ static void sender_batch(struct bcp_client *c)
 	len = -ENOTCONN;
 	if (n) {
 		for (io = head, n = 0; io; io = io->next, n++) {
-			c->segs[n].fh = io->fh;
-			c->segs[n].offset = io->offset;
-			c->segs[n].length = io->length;
-			c->segs[n].region_id = c->region_id;
-			c->segs[n].region_off = (uint64_t)((uint8_t *)io->buf -
+			segs[n].fh = io->fh;
+			segs[n].offset = io->offset;
+			segs[n].length = io->length;
+			segs[n].region_id = c->region_id;
+			segs[n].region_off = (uint64_t)((uint8_t *)io->buf -
 						(uint8_t *)c->pool_base);
 		}
 		bcp_msg_init(&m, op, s->req_id);
 		m.u.batch_req.count = n;
 		m.u.batch_req.flags = 0;
-		m.segs = c->segs;
-		len = bcp_encode(c->bbuf, BCP_FRAME_MAX, &m);
+		m.segs = segs;
+		len = bcp_encode(buf, BCP_FRAME_MAX, &m);
 	}
 
 	pthread_mutex_lock(&c->qlock);
@@ -1366,7 +1530,7 @@ static void sender_batch(struct bcp_client *c)
 		slot_put_locked(c, s);
 		pthread_mutex_unlock(&c->wlock);
 		pthread_mutex_unlock(&c->qlock);
-		return;
+		return 1;
 	}
 	pthread_mutex_unlock(&c->qlock);
 	if (len < 0 || c->state != BCP_CLIENT_READY) {
@@ -1374,7 +1538,7 @@ static void sender_batch(struct bcp_client *c)
 		slot_put_locked(c, s);
 		pthread_mutex_unlock(&c->wlock);
 		io_list_complete(head, err);
-		return;
+		return 1;
 	}
 	s->kind = BCP_WSLOT_BATCH;
 	s->op = op;
@@ -1384,7 +1548,13 @@ static void sender_batch(struct bcp_client *c)
 
 	__atomic_fetch_add(&c->stats.batches, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&c->stats.segments, n, __ATOMIC_RELAXED);
-	send_frame(c, c->bbuf, (size_t)len, s->epoch);
+	send_frame(c, buf, (size_t)len, s->epoch);
+	return 1;
+}
+
+static void sender_batch(struct bcp_client *c)
+{
+	client_batch(c, 0, c->segs, c->bbuf);
 }
 
 /*
@@ -1561,10 +1731,13 @@ static void client_free(struct bcp_client *c)
 	free(c->dbuf);
 	free(c->fbuf);
 	free(c->segs);
+	free(c->dsegs);
+	free(c->dbuf_batch);
 	free(c->forgets);
 	free(c->posts);
 	free(c->bbuf);
 	bcp_frame_reader_fini(&c->rd);
+	client_spin_fini(&c->rspin);
 	free(c->sbuf);
 	free(c->secret);
 	pthread_mutex_destroy(&c->send_lock);
@@ -1588,6 +1761,7 @@ static struct bcp_client *client_alloc(void)
 	c->ctl = -1;
 	c->data = -1;
 	c->memfd = -1;
+	c->rspin.loadavg_fd = -1;
 	c->free_slot = BCP_POOL_NONE;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -1612,6 +1786,8 @@ static int client_alloc_buffers(struct bcp_client *c)
 		return -ENOMEM;
 	c->bbuf = malloc(BCP_FRAME_MAX);
 	c->segs = calloc(BCP_SEGS_MAX, sizeof(*c->segs));
+	c->dbuf_batch = malloc(BCP_FRAME_MAX);
+	c->dsegs = calloc(BCP_SEGS_MAX, sizeof(*c->dsegs));
 	c->forgets = calloc(BCP_CLIENT_FORGETQ, sizeof(*c->forgets));
 	c->posts = malloc((size_t)BCP_CLIENT_POSTQ * BCP_CLIENT_POST_LEN);
 	c->fbuf = calloc(BCP_FORGETS_MAX, sizeof(*c->fbuf));
@@ -1619,8 +1795,9 @@ static int client_alloc_buffers(struct bcp_client *c)
 	if (c->nslots > BCP_CLIENT_SLOTS_MAX)
 		c->nslots = BCP_CLIENT_SLOTS_MAX;
 	c->slots = calloc(c->nslots, sizeof(*c->slots));
-	if (!c->sbuf || !c->bbuf || !c->segs || !c->forgets || !c->posts ||
-	    !c->fbuf || !c->slots) {
+	if (!c->sbuf || !c->bbuf || !c->segs || !c->dbuf_batch ||
+	    !c->dsegs || !c->forgets || !c->posts || !c->fbuf ||
+	    !c->slots) {
 		c->nslots = 0;
 		return -ENOMEM;
 	}
@@ -2097,6 +2274,7 @@ static int client_connect_once(const struct bcp_client_opts *o,
 	strcpy(c->addr_str, o->addr);
 	c->opts.addr = c->addr_str;
 	c->opts.secret = NULL;
+	client_spin_init(&c->rspin);
 	if (!c->opts.pool_size)
 		c->opts.pool_size = BCP_CLIENT_POOL_DEFAULT;
 	if (!c->opts.max_batch)
@@ -2661,9 +2839,20 @@ void bcp_client_submit(struct bcp_client *c, struct bcp_io *io)
 		pthread_mutex_unlock(&c->qlock);
 		r = client_send_direct(c, io);
 		pthread_mutex_lock(&c->qlock);
+		if (!r && c->sender_sleeping && (c->qlen[0] || c->qlen[1])) {
+			/*
+			 * What others queued meanwhile goes out from here,
+			 * coalesced, once: waking the sender for it would
+			 * add a hand-off per batch.  The rest, if any, is
+			 * the sender's.
+			 */
+			pthread_mutex_unlock(&c->qlock);
+			client_batch(c, 1, c->dsegs, c->dbuf_batch);
+			pthread_mutex_lock(&c->qlock);
+		}
 		c->direct_busy = 0;
 		if (!r) {
-			/* what others queued meanwhile goes to the sender */
+			/* what is still queued goes to the sender */
 			wake = c->sender_sleeping &&
 			       (c->qlen[0] || c->qlen[1]);
 			if (wake)

@@ -123,6 +123,30 @@ struct bcp_wslot {
 	int resend;			/* send again on the next connection */
 };
 
+/*
+ * Adaptive spinning of a thread that waits for a frame it expects within
+ * microseconds (bcp_client.c client_spin_*): it polls instead of sleeping,
+ * which saves its wake-up, the dearest step of a round trip when it lands
+ * on an idle (halted) CPU.  It spins only while the machine has an idle
+ * CPU (the count of runnable threads in /proc/loadavg, sampled at most
+ * every BCP_SPIN_SAMPLE_NS, is below the number of CPUs) and for at most
+ * usec after the last frame sent or received, yielding the CPU between
+ * polls, so that it costs nothing under load and never keeps a runnable
+ * thread off its CPU.  Owned by the one thread that spins.
+ */
+#define BCP_SPIN_SAMPLE_NS	1000000ull
+#define BCP_SPIN_USEC_MAX	10000
+
+struct bcp_spin {
+	unsigned int usec;		/* 0: never spin */
+	unsigned int ncpus;		/* online CPUs */
+	int loadavg_fd;			/* /proc/loadavg, or -1 */
+	int open;			/* the last sample allowed spinning */
+	uint64_t next_ns;		/* when to sample again (monotonic) */
+	uint64_t spun;			/* frames found while spinning */
+	uint64_t slept;			/* waits that ended in a sleep */
+};
+
 /* Request ids with this bit are untracked (FORGET): replies are dropped. */
 #define BCP_REQ_UNTRACKED	(1ull << 63)
 
@@ -214,10 +238,15 @@ struct bcp_client {
 
 	/* thread-private buffers, allocated once */
 	struct bcp_frame_reader rd;	/* receiver */
+	struct bcp_spin rspin;		/* receiver: its spinning */
+	uint64_t rd_last_ns;		/* receiver: its last frame */
 	uint8_t *bbuf;			/* sender */
 	uint64_t next_scan_ms;		/* sender: next look for overdue
 					 * requests */
 	struct bcp_seg *segs;		/* sender */
+	/* the submitter that holds direct_busy (qlock): */
+	uint8_t *dbuf_batch;		/* encode buffer of its batch */
+	struct bcp_seg *dsegs;		/* its batch's segments */
 	struct bcp_forget_one *fbuf;	/* sender */
 	uint8_t *dbuf;			/* data thread: discard buffer */
 
@@ -231,6 +260,7 @@ struct bcp_client {
 	/* atomics */
 	struct bcp_client_stats stats;
 	uint64_t forget_seq;		/* ids of untracked requests */
+	uint64_t last_send_ns;		/* the last frame sent (monotonic) */
 };
 
 /*
