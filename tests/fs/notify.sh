@@ -14,35 +14,43 @@
 #   - creates the name mount 2 looked up in vain: it appears there, in a
 #     lookup and in the listing;
 #   - removes the file: it disappears from mount 2.
+# Then the agent is killed, a file mount 2 holds open is changed in its
+# directory while no agent runs, and the agent is started again: mount 2,
+# which was told nothing, must drop its caches once it is reconnected.
 # Skips when the agent does not tell of changes (the mount says so).
 . "$(dirname "$0")/lib.sh"
 bcf_init
 
+# the agent is restarted with the same arguments; its state directory lets
+# the mounts take their handles back
+state=(--state-dir "$BCF_TMP/state")
 case $BCF_TRANSPORT in
 shm)
-	sock=$BCF_TMP/agent.sock
-	bcf_start_agent "$BCF_BACK" "unix:$sock" ||
-		bcf_fail "bluecache-agent did not become ready"
-	agent=unix:$sock
+	listen=unix:$BCF_TMP/agent.sock
+	agent_args=("${state[@]}")
+	agent=$listen
 	opts=transport=shm
 	;;
-tcp)
-	bcf_agent_tcp
-	agent=tcp://127.0.0.1:$BCF_PORT
-	opts=transport=tcp,secret_file=$BCF_SECRET
-	;;
-rdma)
-	bcf_agent_rdma
-	agent=tcp://$RDMA_IP:$BCF_PORT
-	opts=transport=rdma,secret_file=$BCF_SECRET
+*)
+	BCF_SECRET=$BCF_TMP/secret
+	bcf_secret "$BCF_SECRET"
+	BCF_PORT=$(bcf_free_port) || bcf_hard "python3 found no free port"
+	listen=tcp://${RDMA_IP:-127.0.0.1}:$BCF_PORT
+	agent_args=(--secret-file "$BCF_SECRET" --squash none "${state[@]}")
+	[ "$BCF_TRANSPORT" = rdma ] &&
+		agent_args+=(--rdma-listen "$RDMA_IP:0")
+	agent=$listen
+	opts=transport=$BCF_TRANSPORT,secret_file=$BCF_SECRET
 	;;
 esac
+bcf_start_agent "$BCF_BACK" "$listen" "${agent_args[@]}" ||
+	bcf_fail "bluecache-agent did not become ready"
 
 m1=$BCF_MNT
 m2=$BCF_TMP/mnt2
 mkdir "$m2"
 M2_PID=
-trap 'rc=$?; cd /; if [ -n "$M2_PID" ]; then
+trap 'rc=$?; exec 5<&-; cd /; if [ -n "$M2_PID" ]; then
 	fusermount3 -u "$m2" 2>/dev/null || fusermount3 -uz "$m2";
 	wait "$M2_PID"; fi; (exit $rc); bcf_cleanup' EXIT
 
@@ -173,6 +181,31 @@ within("a name renamed over reads the new file",
 
 sys.exit(1 if failed else 0)
 PY
+
+# missed while no agent ran: told by nobody, dropped after the reconnect
+printf 'held\n' > "$m1/h"
+exec 5< "$m2/h"
+bcf_eq "mount 2 reads h" "held" "$(cat "$m2/h")"
+bcf_eq "mount 2's size of h" 5 "$(stat -L -c %s /proc/$$/fd/5)"
+kill -KILL "$BCF_AGENT_PID"
+wait "$BCF_AGENT_PID" 2>/dev/null
+BCF_AGENT_PID=
+printf 'changed while no agent ran\n' >> "$BCF_BACK/h"
+# (without the descriptor: it would keep mount 2 busy)
+bcf_start_agent "$BCF_BACK" "$listen" "${agent_args[@]}" 5<&- ||
+	bcf_fail "bluecache-agent did not start again"
+# reconnects are tried every 200 ms at most
+n=0
+until [ "$(stat -L -c %s /proc/$$/fd/5)" = 32 ]; do
+	n=$((n + 1))
+	[ $n -gt 30 ] && bcf_fail "after a reconnect, mount 2's descriptor" \
+		"still has size $(stat -L -c %s /proc/$$/fd/5), not 32"
+	sleep 0.1
+done
+bcf_log "mount 2 dropped its caches $((n / 10)).$((n % 10)) s after the restart"
+bcf_eq "descriptor after a reconnect" \
+	"$(printf 'held\nchanged while no agent ran')" "$(cat <&5)"
+exec 5<&-
 
 fusermount3 -u "$m2" || bcf_fail "cannot unmount mount 2"
 wait "$M2_PID" || bcf_fail "mount 2's daemon exited with $?"
