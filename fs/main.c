@@ -474,8 +474,8 @@ static void bcfs_cache_defaults(struct bcfs_opts *o)
 	if (o->entry_timeout < 0)
 		o->entry_timeout = def;
 	bcfs_g.neg_timeout = notified ? o->entry_timeout : 0;
-	bcfs_dbg("agent %s changes: attr_timeout %g, entry_timeout %g, "
-		 "negative entries %g", notified ? "tells of" : "does not tell",
+	bcfs_dbg("the agent %s of changes: attr_timeout %g, entry_timeout "
+		 "%g, negative entries %g", notified ? "tells" : "does not tell",
 		 o->attr_timeout, o->entry_timeout, bcfs_g.neg_timeout);
 }
 

@@ -19,7 +19,10 @@
  *
  * Page cache: close-to-open.  An open keeps the cached pages only when the
  * file's mtime and size are those seen at the previous open (inode.c); a
- * writer's release records the attributes its own writes produced.
+ * writer's release records the attributes its own writes produced.  With
+ * an agent that tells of changes (notify.c), attributes are cached for
+ * long, so an open also waits until the kernel was told every change the
+ * agent reported before answering it: the size it reads up to is current.
  *
  * Locks: bcfs.rw_lock (context free list); bcfs_rw_split_lock is taken
  * before it and only while a split request collects its pieces, so that
