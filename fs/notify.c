@@ -66,8 +66,8 @@ static struct {
 	pthread_cond_t cond;		/* work for the notifier */
 	pthread_cond_t done_cond;	/* done_gen moved (bcfs_notify_sync) */
 	pthread_t thread;
-	int started;
 	/* protected by lock */
+	int started;
 	struct bcfs_note *ring;
 	unsigned int head;	/* oldest */
 	unsigned int count;
@@ -389,22 +389,27 @@ int bcfs_notify_start(void)
 		return ret;
 	}
 	pthread_setname_np(bcfs_notify.thread, "bcfs-notify");
+	pthread_mutex_lock(&bcfs_notify.lock);
 	bcfs_notify.started = 1;
+	pthread_mutex_unlock(&bcfs_notify.lock);
 	return 0;
 }
 
 void bcfs_notify_fini(void)
 {
 	unsigned int i;
+	int started;
 
 	pthread_mutex_lock(&bcfs_notify.lock);
 	bcfs_notify.stop = 1;
+	started = bcfs_notify.started;
 	pthread_cond_signal(&bcfs_notify.cond);
+	pthread_cond_broadcast(&bcfs_notify.done_cond);
 	pthread_mutex_unlock(&bcfs_notify.lock);
-	if (bcfs_notify.started)
+	if (started)
 		pthread_join(bcfs_notify.thread, NULL);
-	bcfs_notify.started = 0;
 	pthread_mutex_lock(&bcfs_notify.lock);
+	bcfs_notify.started = 0;
 	free(bcfs_notify.ring);
 	bcfs_notify.ring = NULL;
 	pthread_mutex_unlock(&bcfs_notify.lock);
