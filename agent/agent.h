@@ -24,6 +24,7 @@
 
 #include "bcp_codec.h"
 #include "bcp_frame.h"
+#include "notify.h"
 
 #define AGENT_NAME		"bluecache-agent"
 #define AGENT_LISTEN_MAX	16

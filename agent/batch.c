@@ -48,6 +48,7 @@
 #include <sys/uio.h>
 #include <stdlib.h>
 
+#include "notify.h"
 #include "worker_i.h"
 
 static void *batch_staging_alloc(size_t len, int *huge)
@@ -145,12 +146,49 @@ void agent_batch_slots_fini(struct agent_worker *w)
 	w->staging = NULL;
 }
 
+/*
+ * A PUSH wrote: one INODE event per file, with the hull of the ranges its
+ * segments wrote, before the reply goes out (doc/protocol.md 6.10).  The
+ * segments of one file usually follow each other, so the scan for a
+ * file's later segments is short; it runs only when another session may
+ * care.
+ */
+static void batch_publish(struct agent_batch *b)
+{
+	struct agent_store *st = b->s->store;
+	uint32_t i, j;
+
+	if (!agent_notify_wanted(b->s->ns))
+		return;
+	for (i = 0; i < b->count; i++) {
+		struct agent_file *f = b->files[i];
+		uint64_t lo, hi;
+
+		if (!f || b->st[i] <= 0 || b->lim[i] == UINT32_MAX)
+			continue;
+		lo = b->segs[i].offset;
+		hi = lo + (uint32_t)b->st[i];
+		for (j = i + 1; j < b->count; j++) {
+			if (b->files[j] != f || b->st[j] <= 0)
+				continue;
+			if (b->segs[j].offset < lo)
+				lo = b->segs[j].offset;
+			if (b->segs[j].offset + (uint32_t)b->st[j] > hi)
+				hi = b->segs[j].offset + (uint32_t)b->st[j];
+			b->lim[j] = UINT32_MAX;	/* counted in i's */
+		}
+		agent_store_file_wrote(st, f, lo, hi - lo);
+	}
+}
+
 static void batch_finish(struct agent_batch *b)
 {
 	struct agent_session *s = b->s;
 	struct agent_worker *w = s->w;
 	uint32_t i;
 
+	if (b->op == BCP_OP_BATCH_PUSH)
+		batch_publish(b);
 	for (i = 0; i < b->count; i++) {
 		/* every chunk below lim[i] was delivered whole */
 		if (b->op == BCP_OP_BATCH_PULL && b->st[i] >= 0)

@@ -1677,6 +1677,7 @@ int main(int argc, char **argv)
 	 * the listeners, whose sockets keep the mode the umask gave them.
 	 */
 	umask(0);
+	agent_notify_init();
 	ret = agent_workers_start(agent_cfg.workers);
 	if (ret < 0)
 		goto out_listeners;
@@ -1708,6 +1709,7 @@ int main(int argc, char **argv)
 	}
 	memset(&total, 0, sizeof(total));
 	agent_workers_stop(&total);
+	agent_notify_fini();
 	bcp_xrdma_shutdown();
 	{
 		int rfd = openat(agent_cfg.root_fd, ".", O_RDONLY |

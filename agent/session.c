@@ -12,6 +12,12 @@
  * left unread, so memory stays bounded and max_inflight is enforced.
  * A malformed frame gets an error reply and the connection is closed; a
  * name the store refuses is only an error reply.
+ *
+ * Notifications (BCP_FEAT_NOTIFY, notify.h): the store publishes the
+ * changes a request made before its reply is encoded; the events queued
+ * for this session are encoded by agent_session_notify() into the room
+ * left beside the reservation for replies, so a notification never delays
+ * a reply nor stops the session's requests from being read.
  */
 #include "config.h"
 
@@ -175,7 +181,9 @@ void agent_session_free(struct agent_session *s)
 	close(s->fd);
 	for (i = 0; i < s->nfds; i++)
 		close(s->fds[i]);
+	/* the store unregisters every hold: then nothing reaches ns */
 	agent_store_destroy(s->store);
+	agent_notify_sess_destroy(s->ns);
 	agent_dbg("session %s: closed", s->peer);
 	for (i = 0; i < SESS_JOBS_MAX; i++)
 		free(s->jobs[i].call.buf);
@@ -273,6 +281,85 @@ static int session_can_take(const struct agent_session *s)
 	return s->state != SESS_CLOSING && !s->w->stopping &&
 	       SESS_WCAP - s->wlen >= (1 + s->jobs_live) * BCP_FRAME_MAX +
 		       AGENT_INFLIGHT_MAX * SESS_BATCH_REP_MAX;
+}
+
+/* A NOTIFY frame's size at most: header, body, name padded to 8. */
+#define SESS_NOTIFY_FRAME_MAX	(BCP_HDR_SIZE + 48 + BCP_NAME_MAX + 8)
+#define SESS_NOTIFY_BATCH	16	/* events taken at once */
+
+/*
+ * Output room for notifications: what is left once every reply that may
+ * still come (session_can_take()'s reservation) has its room.
+ */
+static uint32_t session_notify_room(const struct agent_session *s)
+{
+	uint32_t keep = (1 + s->jobs_live) * BCP_FRAME_MAX +
+			AGENT_INFLIGHT_MAX * SESS_BATCH_REP_MAX;
+	uint32_t room = SESS_WCAP - s->wlen;
+
+	return room > keep ? room - keep : 0;
+}
+
+void agent_session_notify(struct agent_session *s)
+{
+	struct agent_notify_ev ev[SESS_NOTIFY_BATCH];
+	struct agent_worker *w = s->w;
+	unsigned int n, i, max;
+	uint64_t dropped;
+	struct bcp_msg m;
+	int len;
+
+	if (s->state == SESS_AUTH)
+		return;		/* nothing held yet; a RESET may wait */
+	if (s->state != SESS_READY || s->peer_gone) {
+		/* nobody will read them */
+		while (agent_notify_take(s->ns, ev, SESS_NOTIFY_BATCH,
+					 &dropped))
+			;
+		return;
+	}
+	if (s->wpos && s->wpos == s->wlen)
+		s->wpos = s->wlen = 0;
+	if (s->wpos && session_notify_room(s) < SESS_NOTIFY_FRAME_MAX) {
+		memmove(s->wbuf, s->wbuf + s->wpos, s->wlen - s->wpos);
+		s->wlen -= s->wpos;
+		s->wpos = 0;
+	}
+	for (;;) {
+		max = session_notify_room(s) / SESS_NOTIFY_FRAME_MAX;
+		if (max > SESS_NOTIFY_BATCH)
+			max = SESS_NOTIFY_BATCH;
+		if (!max)
+			break;
+		n = agent_notify_take(s->ns, ev, max, &dropped);
+		if (dropped)
+			agent_ctr_add(&w->stats.op[BCP_OP_NOTIFY].failed,
+				      dropped);
+		for (i = 0; i < n; i++) {
+			bcp_msg_init(&m, BCP_OP_NOTIFY, 0);
+			m.u.notify_req.kind = ev[i].kind;
+			m.u.notify_req.name_len = ev[i].name_len;
+			m.u.notify_req.handle = ev[i].handle;
+			m.u.notify_req.child = ev[i].child;
+			m.u.notify_req.offset = ev[i].offset;
+			m.u.notify_req.length = ev[i].length;
+			m.name = ev[i].name_len ? ev[i].name : NULL;
+			len = bcp_encode(s->wbuf + s->wlen,
+					 SESS_WCAP - s->wlen, &m);
+			if (len < 0) {
+				agent_err("session %s: cannot encode a "
+					  "NOTIFY: %s", s->peer,
+					  strerror(-len));
+				continue;
+			}
+			s->wlen += (uint32_t)len;
+			/* count: frames sent; latency: time queued */
+			agent_stats_op(&w->stats, BCP_OP_NOTIFY, 0,
+				       ev[i].t_queued);
+		}
+		if (n < max)
+			break;
+	}
 }
 
 static int session_is_pool_op(uint16_t op)
@@ -402,7 +489,7 @@ void agent_session_hello(struct agent_session *s, const struct bcp_msg *m)
 						      BCP_VERSION_MAX;
 	uint64_t offered = BCP_FEAT_TCP_DATA | BCP_FEAT_READDIRPLUS |
 			   BCP_FEAT_COPY_RANGE | BCP_FEAT_SETATTR_CTIME |
-			   BCP_FEAT_RESUME;
+			   BCP_FEAT_RESUME | BCP_FEAT_NOTIFY;
 	struct sockaddr_storage local;
 	socklen_t llen = sizeof(local);
 	uint8_t raddr[16] = { 0 };
@@ -441,6 +528,15 @@ void agent_session_hello(struct agent_session *s, const struct bcp_msg *m)
 	s->features = hq->features & offered;
 	if (s->features & BCP_FEAT_RDMA)
 		session_rdma_expect(s);
+	/* its holds are registered once it authenticated (session_auth) */
+	if ((s->features & BCP_FEAT_NOTIFY) && !s->ns) {
+		s->ns = agent_notify_sess_create(s->id, s->w->inbox_efd);
+		if (!s->ns) {
+			agent_warn("session %s: no memory for notifications; "
+				   "not offered", s->peer);
+			s->features &= ~BCP_FEAT_NOTIFY;
+		}
+	}
 	bcp_msg_init_reply(&rep, m, 0);
 	if (s->features & BCP_FEAT_RDMA) {
 		memcpy(rep.u.hello_rep.rdma_addr, raddr, sizeof(raddr));
@@ -502,6 +598,8 @@ static void session_auth(struct agent_session *s, const struct bcp_msg *m)
 	}
 	rep.u.auth_rep.root = agent_store_root(s->store);
 	session_set(s, SESS_READY);
+	if (s->ns)
+		agent_store_notify_start(s->store, s->ns);
 	agent_session_reply(s, &rep);
 	agent_info("session %s: authenticated (id %016" PRIx64 ")", s->peer,
 		   s->id);

@@ -29,6 +29,7 @@
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 
+#include "notify.h"
 #include "resume.h"
 #include "store.h"
 
@@ -59,6 +60,8 @@ struct store_node {
 	struct store_node *inext;	/* by (dev, ino) */
 	struct store_node *lru_prev;	/* cached descriptors, newest first */
 	struct store_node *lru_next;
+	/* registered while the session takes notifications (notify.h) */
+	struct agent_notify_hold hold;
 	uint8_t fid[BCP_FID_LEN];	/* sealed once, at creation */
 };
 
@@ -73,6 +76,7 @@ struct agent_file {
 	int closing;			/* RELEASE seen */
 	unsigned int refs;		/* 1 for the fh + in-flight users */
 	int io_inline;			/* enum agent_io_inline */
+	struct agent_obj obj;		/* what it is open on (notify.h) */
 	uint32_t gen;
 	uint32_t idx;			/* its place in the table */
 	uint32_t next_free;
@@ -95,6 +99,13 @@ struct agent_store {
 	struct agent_file **chunks;	/* FILE_CHUNK files each */
 	uint32_t nfiles, nchunks, free_head, live_files;
 	const struct agent_ident *ident;
+	/*
+	 * The session's notification queue, once it negotiated
+	 * BCP_FEAT_NOTIFY and authenticated: its nodes are registered
+	 * (notify.h) and the changes it makes skip it.  NULL otherwise: its
+	 * changes are still published to everyone else.
+	 */
+	struct agent_notify_sess *ns;
 };
 
 #define FILE_NONE	UINT32_MAX
@@ -227,6 +238,85 @@ static struct store_node *store_node_find(struct agent_store *s,
 	struct store_node *n = store_node_any(s, handle);
 
 	return n && !n->dead ? n : NULL;
+}
+
+static struct agent_obj store_obj(const struct store_node *n)
+{
+	struct agent_obj o = { n->dev, n->ino };
+
+	return o;
+}
+
+static struct agent_obj store_obj_x(const struct statx *x)
+{
+	struct agent_obj o = {
+		makedev(x->stx_dev_major, x->stx_dev_minor), x->stx_ino
+	};
+
+	return o;
+}
+
+/* Tell the other sessions holding obj: its data [off, off + len) and
+ * attributes changed (off -1: the attributes only). */
+static void store_pub_inode(struct agent_store *s, struct agent_obj obj,
+			    int64_t off, int64_t len)
+{
+	struct agent_change c = {
+		.kind = BCP_NOTIFY_INODE, .obj = obj,
+		.offset = off, .length = len,
+	};
+
+	agent_notify_publish(s->ns, &c);
+}
+
+/*
+ * name in parent changed: kind ENTRY (obj, when known, changed too) or
+ * DELETE (the name that named obj is gone).
+ */
+static void store_pub_name(struct agent_store *s, uint32_t kind,
+			   const struct store_node *parent, const char *name,
+			   struct agent_obj obj)
+{
+	struct agent_change c = {
+		.kind = kind, .obj = obj, .parent = store_obj(parent),
+		.name = name, .len = strlen(name),
+	};
+
+	agent_notify_publish(s->ns, &c);
+}
+
+/*
+ * What name in dirfd is before it is removed or replaced, for the
+ * notifications (store_pub_gone()); *obj {0, 0} when nobody may care or
+ * it is not there.
+ */
+static void store_pub_peek(struct agent_store *s, int dirfd, const char *name,
+			   struct agent_obj *obj, uint32_t *nlink)
+{
+	struct statx x;
+
+	obj->dev = obj->ino = 0;
+	*nlink = 0;
+	if (!agent_notify_wanted(s->ns) ||
+	    statx(dirfd, name, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS,
+		  &x) < 0)
+		return;
+	*obj = store_obj_x(&x);
+	*nlink = S_ISDIR(x.stx_mode) ? 1 : x.stx_nlink;
+}
+
+/*
+ * name in parent, which named obj (nlink links before), is gone.  A
+ * holder's kernel takes DELETE as the end of the object (it clears its
+ * link count), so an object that keeps other links gets ENTRY instead;
+ * its holders get INODE either way.
+ */
+static void store_pub_gone(struct agent_store *s,
+			   const struct store_node *parent, const char *name,
+			   struct agent_obj obj, uint32_t nlink)
+{
+	store_pub_name(s, nlink == 1 ? BCP_NOTIFY_DELETE : BCP_NOTIFY_ENTRY,
+		       parent, name, obj);
 }
 
 static void store_attr_fill(const struct statx *x, struct bcp_attr *a)
@@ -478,6 +568,8 @@ static int store_node_new(struct agent_store *s, uint64_t handle,
 	s->by_handle[b] = n;
 	s->nnodes++;
 	store_hash_grow(s);
+	if (s->ns)
+		agent_notify_hold(&n->hold, s->ns, store_obj(n), n->handle);
 	*out = n;
 	return 0;
 }
@@ -573,6 +665,7 @@ static void store_node_drop(struct agent_store *s, struct store_node *n)
 			break;
 		}
 	}
+	agent_notify_unhold(&n->hold);
 	if (n->fd >= 0) {
 		if (!n->pinned)
 			store_lru_unlink(s, n);
@@ -652,6 +745,21 @@ void agent_store_destroy(struct agent_store *s)
 	free(s->by_handle);
 	free(s->by_ino);
 	free(s);
+}
+
+void agent_store_notify_start(struct agent_store *s,
+			      struct agent_notify_sess *ns)
+{
+	struct store_node *n;
+	size_t i;
+
+	if (s->ns || !ns)
+		return;
+	s->ns = ns;
+	for (i = 0; i < s->nbuckets; i++)
+		for (n = s->by_ino[i]; n; n = n->inext)
+			agent_notify_hold(&n->hold, ns, store_obj(n),
+					  n->handle);
 }
 
 uint64_t agent_store_root(const struct agent_store *s)
@@ -764,16 +872,13 @@ int agent_store_getattr(struct agent_store *s, uint64_t handle, uint64_t fh,
 	return 0;
 }
 
-int agent_store_setattr(struct agent_store *s,
-			const struct bcp_setattr_req *r, struct bcp_attr *out)
+static int store_setattr(struct agent_store *s, struct store_node *n,
+			 const struct bcp_setattr_req *r, struct bcp_attr *out)
 {
-	struct store_node *n = store_node_find(s, r->handle);
 	struct agent_file *f = NULL;
 	char proc[64];
 	int nfd, ret;
 
-	if (!n)
-		return -ESTALE;
 	if (r->valid & ~BCP_SETATTR_ALL)
 		return -EINVAL;
 	if (r->fh) {
@@ -885,6 +990,26 @@ int agent_store_setattr(struct agent_store *s,
 			return -errno;
 	}
 	return agent_store_getattr(s, r->handle, 0, out);
+}
+
+int agent_store_setattr(struct agent_store *s,
+			const struct bcp_setattr_req *r, struct bcp_attr *out)
+{
+	struct store_node *n = store_node_find(s, r->handle);
+	int ret;
+
+	if (!n)
+		return -ESTALE;
+	ret = store_setattr(s, n, r, out);
+	/*
+	 * Even a failure may follow a step that was made (owner set, mode
+	 * refused): the holders look again, which costs them little.  A
+	 * new size changes the data from there on.
+	 */
+	store_pub_inode(s, store_obj(n),
+			ret == 0 && (r->valid & BCP_SETATTR_SIZE) ?
+			(int64_t)r->size : -1, 0);
+	return ret;
 }
 
 /*
@@ -1006,10 +1131,12 @@ static int store_file_claim(struct agent_store *s, uint32_t idx)
 
 /*
  * Takes ownership of fd on success (counted in the descriptor budget).
- * want: 0 for any slot, or the fh value to install (REOPEN).
+ * want: 0 for any slot, or the fh value to install (REOPEN).  n: the
+ * node it is open on.
  */
 static int store_file_new(struct agent_store *s, int fd, int dir,
-			  uint64_t want, uint64_t *fh)
+			  const struct store_node *n, uint64_t want,
+			  uint64_t *fh)
 {
 	struct agent_file *f;
 	uint32_t idx;
@@ -1055,6 +1182,7 @@ static int store_file_new(struct agent_store *s, int fd, int dir,
 	f->dir = dir;
 	f->closing = 0;
 	f->io_inline = AGENT_INLINE_UNKNOWN;
+	f->obj = store_obj(n);
 	f->refs = 1;
 	f->gen++;
 	if (f->gen == 0)
@@ -1091,12 +1219,13 @@ int agent_store_create_file(struct agent_store *s,
 {
 	uint32_t flags = r->flags & STORE_OPEN_FLAGS;
 	uint32_t mode = (r->mode & ~r->umask) & 07777;
+	struct agent_obj none = { 0, 0 };
 	struct bcp_entry e;
-	struct store_node *p;
+	struct store_node *p, *n;
 	struct statx x;
 	char cname[256];
 	uint64_t fh;
-	int fd, pfd, dfd, ret;
+	int fd, pfd, dfd, ret, made = 0;
 
 	dfd = store_dir_entry(s, r->parent, name, r->name_len, cname, &p);
 	if (dfd < 0)
@@ -1104,6 +1233,7 @@ int agent_store_create_file(struct agent_store *s,
 	fd = store_openat2(s, dfd, cname, flags | O_CREAT | O_EXCL |
 			   O_NOFOLLOW, mode, RESOLVE_NO_SYMLINKS);
 	if (fd >= 0) {
+		made = 1;
 		/* ours and new: name it by the open file, not the name */
 		pfd = store_reopen(fd, O_PATH);
 		if (pfd < 0) {
@@ -1142,7 +1272,13 @@ int agent_store_create_file(struct agent_store *s,
 	ret = store_node_get(s, pfd, &e);
 	if (ret < 0)
 		goto out_close;
-	ret = store_file_new(s, fd, 0, 0, &fh);
+	n = store_node_find(s, e.handle);
+	/* the entry is there: it is news even if the open fails */
+	if (made)
+		store_pub_name(s, BCP_NOTIFY_ENTRY, p, cname, none);
+	else if (flags & O_TRUNC)
+		store_pub_inode(s, store_obj(n), 0, 0);
+	ret = store_file_new(s, fd, 0, n, 0, &fh);
 	if (ret < 0) {
 		agent_store_forget(s, e.handle, 1);
 		goto out_close;
@@ -1166,10 +1302,14 @@ static int store_made(struct agent_store *s, struct store_node *p,
 		      const char *cname, uint32_t ifmt, uint32_t uid,
 		      uint32_t gid, uint32_t mode, struct bcp_entry *out)
 {
+	struct agent_obj none = { 0, 0 };
 	struct bcp_entry e;
 	struct statx x;
 	int fd, ret;
 
+	/* the name is made: news for the directory's holders, whatever
+	 * follows */
+	store_pub_name(s, BCP_NOTIFY_ENTRY, p, cname, none);
 	fd = store_node_fd(s, p);
 	if (fd < 0)
 		return fd;
@@ -1328,6 +1468,8 @@ int agent_store_link(struct agent_store *s, const struct bcp_link_req *r,
 	ret = store_meta_run(s, sqe);
 	if (ret < 0)
 		return ret;
+	/* a new name, and the object's link count */
+	store_pub_name(s, BCP_NOTIFY_ENTRY, p, cname, store_obj(n));
 	return store_lookup_fd(s, store_node_fd(s, p), cname, out);
 }
 
@@ -1336,15 +1478,21 @@ int agent_store_unlink(struct agent_store *s, uint64_t parent,
 {
 	struct io_uring_sqe own, *sqe;
 	struct store_node *p;
+	struct agent_obj child;
 	char cname[256];
+	uint32_t nlink;
 	int ret;
 
 	ret = store_dir_entry(s, parent, name, len, cname, &p);
 	if (ret < 0)
 		return ret;
+	store_pub_peek(s, ret, cname, &child, &nlink);
 	sqe = store_meta_sqe(s, &own);
 	io_uring_prep_unlinkat(sqe, ret, cname, rmdir ? AT_REMOVEDIR : 0);
-	return store_meta_run(s, sqe);
+	ret = store_meta_run(s, sqe);
+	if (ret == 0)
+		store_pub_gone(s, p, cname, child, nlink);
+	return ret;
 }
 
 int agent_store_rename(struct agent_store *s, const struct bcp_rename_req *r,
@@ -1352,7 +1500,9 @@ int agent_store_rename(struct agent_store *s, const struct bcp_rename_req *r,
 {
 	struct io_uring_sqe own, *sqe;
 	struct store_node *p, *np;
+	struct agent_obj moved, target;
 	char cname[256], cnew[256];
+	uint32_t nlink, tlink;
 	int nfd, ret;
 
 	if (r->flags & ~(BCP_RENAME_NOREPLACE | BCP_RENAME_EXCHANGE) ||
@@ -1371,9 +1521,24 @@ int agent_store_rename(struct agent_store *s, const struct bcp_rename_req *r,
 	ret = store_dir_node(s, r->parent, &p);
 	if (ret < 0)
 		return ret;
+	store_pub_peek(s, ret, cname, &moved, &nlink);
+	store_pub_peek(s, nfd, cnew, &target, &tlink);
 	sqe = store_meta_sqe(s, &own);
 	io_uring_prep_renameat(sqe, ret, cname, nfd, cnew, r->flags);
-	return store_meta_run(s, sqe);
+	ret = store_meta_run(s, sqe);
+	if (ret < 0)
+		return ret;
+	/*
+	 * The old name names something else or nothing: ENTRY, never
+	 * DELETE, which would end the moved object in its holders' kernels.
+	 * The new name: ENTRY, or the end of the object it replaced.
+	 */
+	store_pub_name(s, BCP_NOTIFY_ENTRY, p, cname, moved);
+	if (r->flags & BCP_RENAME_EXCHANGE || !(target.dev || target.ino))
+		store_pub_name(s, BCP_NOTIFY_ENTRY, np, cnew, target);
+	else
+		store_pub_gone(s, np, cnew, target, tlink);
+	return 0;
 }
 
 /* A new descriptor on handle's object, as OPEN or OPENDIR opens it. */
@@ -1406,13 +1571,17 @@ static int store_open_node(struct agent_store *s, uint64_t handle,
 int agent_store_open(struct agent_store *s, uint64_t handle, uint32_t flags,
 		     int dir, struct bcp_open_rep *out)
 {
+	struct store_node *n;
 	uint64_t fh;
 	int fd, ret;
 
 	fd = store_open_node(s, handle, flags, dir);
 	if (fd < 0)
 		return fd;
-	ret = store_file_new(s, fd, dir, 0, &fh);
+	n = store_node_find(s, handle);
+	if (!dir && (flags & O_TRUNC))
+		store_pub_inode(s, store_obj(n), 0, 0);
+	ret = store_file_new(s, fd, dir, n, 0, &fh);
 	if (ret < 0) {
 		close(fd);
 		return ret;
@@ -1439,7 +1608,8 @@ int agent_store_reopen(struct agent_store *s, const struct bcp_reopen_req *r,
 			     (int)r->dir);
 	if (fd < 0)
 		return fd;
-	ret = store_file_new(s, fd, (int)r->dir, r->fh, &fh);
+	ret = store_file_new(s, fd, (int)r->dir,
+			     store_node_find(s, r->handle), r->fh, &fh);
 	if (ret < 0) {
 		close(fd);
 		return ret;
@@ -1562,6 +1732,13 @@ void agent_store_file_inline_set(struct agent_file *f, int mode)
 	f->io_inline = mode;
 }
 
+void agent_store_file_wrote(struct agent_store *s, struct agent_file *f,
+			    uint64_t off, uint64_t len)
+{
+	if (len && off <= INT64_MAX && len <= INT64_MAX - off)
+		store_pub_inode(s, f->obj, (int64_t)off, (int64_t)len);
+}
+
 void agent_store_file_put(struct agent_store *s, struct agent_file *f)
 {
 	store_file_unref(s, f);
@@ -1652,7 +1829,10 @@ int agent_store_setxattr(struct agent_store *s, uint64_t handle,
 	sqe = store_meta_sqe(s, &own);
 	io_uring_prep_setxattr(sqe, cname, value, proc, (int)flags,
 			       (unsigned int)vlen);
-	return store_meta_run(s, sqe);
+	ret = store_meta_run(s, sqe);
+	if (ret == 0)
+		store_pub_inode(s, store_obj(n), -1, 0);
+	return ret;
 }
 
 int agent_store_getxattr(struct agent_store *s, uint64_t handle,
@@ -1710,6 +1890,7 @@ int agent_store_removexattr(struct agent_store *s, uint64_t handle,
 		return -EPERM;
 	if (removexattr(proc, cname) < 0)
 		return -errno;
+	store_pub_inode(s, store_obj(n), -1, 0);
 	return 0;
 }
 
@@ -1941,6 +2122,13 @@ void agent_store_call_run(struct agent_store_call *c)
 
 void agent_store_call_end(struct agent_store *s, struct agent_store_call *c)
 {
+	/* the pool changed the data: tell the holders, back on the worker */
+	if (c->op == BCP_OP_FALLOCATE && c->res >= 0 && c->f)
+		store_pub_inode(s, c->f->obj, (int64_t)c->off,
+				(int64_t)c->len);
+	else if (c->op == BCP_OP_COPY_FILE_RANGE && c->res > 0 && c->f2)
+		store_pub_inode(s, c->f2->obj, (int64_t)c->off2,
+				(int64_t)c->res);
 	if (c->f)
 		store_file_unref(s, c->f);
 	if (c->f2)

@@ -27,12 +27,23 @@
 struct agent_store;
 struct agent_file;
 
+struct agent_notify_sess;
+
 /* id: the session's identity policy; it outlives the store. */
 struct agent_store *agent_store_create(int root_fd, struct agent_ring *r,
 				       const struct agent_ident *id);
 /* Closes every fh and handle; NULL is a no-op. */
 void agent_store_destroy(struct agent_store *s);
 uint64_t agent_store_root(const struct agent_store *s);
+/*
+ * The session negotiated BCP_FEAT_NOTIFY and authenticated: from now on
+ * every node of s is registered with ns (notify.h), until it is freed or
+ * s destroyed, and the changes s makes are not notified to ns.  Before
+ * (and without) it, the changes s makes are still published to the other
+ * sessions.  ns outlives s.  Once only.
+ */
+void agent_store_notify_start(struct agent_store *s,
+			      struct agent_notify_sess *ns);
 
 int agent_store_lookup(struct agent_store *s, uint64_t parent,
 		       const char *name, size_t len, struct bcp_entry *out);
@@ -110,6 +121,12 @@ int agent_store_lseek(struct agent_store *s, const struct bcp_lseek_req *r,
 int agent_store_file_get(struct agent_store *s, uint64_t fh,
 			 struct agent_file **out, int *fd);
 void agent_store_file_put(struct agent_store *s, struct agent_file *f);
+/*
+ * The batch engine wrote [off, off + len) of f (len > 0): the other
+ * sessions holding its object are told (one call per file per batch).
+ */
+void agent_store_file_wrote(struct agent_store *s, struct agent_file *f,
+			    uint64_t off, uint64_t len);
 
 /*
  * How the batch engine may move an open file's bytes on the worker thread

@@ -11,6 +11,9 @@
  * serve frames left buffered by backpressure, flush replies, update poll
  * interest and free sessions that finished closing.  The pass is the only
  * place a session is freed, so no callback ever sees a freed session.
+ *
+ * The inbox eventfd also wakes the worker when notifications were queued
+ * for one of its sessions (notify.c): the pass encodes them.
  */
 #include "config.h"
 
@@ -307,6 +310,8 @@ static void worker_pass(struct agent_worker *w)
 		}
 		if (s->kick)
 			agent_session_parse(s);
+		if (s->ns && agent_notify_pending(s->ns))
+			agent_session_notify(s);
 		if (!s->peer_gone)
 			agent_session_flush(s);
 		if (s->state == SESS_CLOSING && !s->batches_live &&

@@ -15,6 +15,7 @@
 #include "agent.h"
 #include "metrics.h"
 #include "bcp_xfer_srv.h"
+#include "notify.h"
 #include "store.h"
 
 enum agent_tag_kind {
@@ -64,7 +65,10 @@ struct agent_batch {
 	struct agent_batch *next;	/* worker's ring or session free list */
 	struct agent_batch *snext;	/* next waiting batch of the session */
 	uint32_t lim[BCP_SEGS_MAX];	/* PULL: end of the data delivered
-					 * without a gap (short chunks) */
+					 * without a gap (short chunks);
+					 * PUSH, once done: UINT32_MAX when
+					 * an earlier segment of the same
+					 * file told the holders */
 	struct bcp_seg segs[BCP_SEGS_MAX];
 	int32_t st[BCP_SEGS_MAX];
 	uint32_t skip[BCP_SEGS_MAX];	/* bytes already moved inline */
@@ -130,6 +134,8 @@ struct agent_session {
 	struct agent_sjob *job_pool;	/* free jobs */
 	struct agent_sjob *jobs;	/* the pool's memory (lazily) */
 	struct agent_ident ident;	/* identity policy (doc/security.md) */
+	/* BCP_FEAT_NOTIFY: its queue (notify.h), freed after the store */
+	struct agent_notify_sess *ns;
 	unsigned int xport;		/* enum agent_xport of its regions */
 	struct agent_session *next;
 	struct agent_session **pprev;
@@ -212,6 +218,11 @@ void agent_session_attach(struct agent_worker *w, int fd, const char *peer,
 void agent_session_update_events(struct agent_session *s);
 /* Post queued transfers, reap polled completions: 1 = keep polling. */
 int agent_session_kick(struct agent_session *s);
+/*
+ * Encode the NOTIFY frames queued for s into its output, as many as fit
+ * beside the room kept for replies.  The worker's pass, before flushing.
+ */
+void agent_session_notify(struct agent_session *s);
 
 /* batch.c */
 int agent_batch_slots_init(struct agent_worker *w);

@@ -636,6 +636,15 @@ int t_raw_handshake_client(int fd, const char *secret,
 			   const uint8_t client[BCP_CLIENT_ID_LEN],
 			   uint64_t *root, struct bcp_hello_rep *hello)
 {
+	return t_raw_handshake_features(fd, secret, client, BCP_FEAT_ALL,
+					root, hello);
+}
+
+int t_raw_handshake_features(int fd, const char *secret,
+			     const uint8_t client[BCP_CLIENT_ID_LEN],
+			     uint64_t features, uint64_t *root,
+			     struct bcp_hello_rep *hello)
+{
 	uint8_t buf[512], nc[BCP_NONCE_LEN], ns[BCP_NONCE_LEN];
 	struct bcp_msg m, rep;
 	const char *key = secret ? secret : "";
@@ -645,7 +654,7 @@ int t_raw_handshake_client(int fd, const char *secret,
 	bcp_msg_init(&m, BCP_OP_HELLO, 1);
 	m.u.hello_req.ver_min = BCP_VERSION_MIN;
 	m.u.hello_req.ver_max = BCP_VERSION_MAX;
-	m.u.hello_req.features = BCP_FEAT_ALL;
+	m.u.hello_req.features = features;
 	memcpy(m.u.hello_req.nonce, nc, sizeof(nc));
 	memcpy(m.u.hello_req.client, client, BCP_CLIENT_ID_LEN);
 	ret = t_raw_call(fd, &m, &rep, buf, sizeof(buf));

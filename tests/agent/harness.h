@@ -120,6 +120,11 @@ int t_raw_recv(int fd, struct bcp_msg *rep, void *buf, size_t cap,
 int t_raw_handshake_client(int fd, const char *secret,
 			   const uint8_t client[BCP_CLIENT_ID_LEN],
 			   uint64_t *root, struct bcp_hello_rep *hello);
+/* The same, asking for exactly these BCP_FEAT_* bits. */
+int t_raw_handshake_features(int fd, const char *secret,
+			     const uint8_t client[BCP_CLIENT_ID_LEN],
+			     uint64_t features, uint64_t *root,
+			     struct bcp_hello_rep *hello);
 /*
  * The agent t_fail() and t_hard() clean up (t_agent_init() makes it the
  * last one prepared): a test that runs two agents names the one to keep.
