@@ -37,6 +37,9 @@
 /* Command-line options (fuse_opt_parse fills the strings). */
 /* -o timeout: long enough for a batch on a loaded host */
 #define BCFS_TIMEOUT_DEFAULT	30.0
+/* -o attr_timeout, entry_timeout: agents that tell of changes, and not */
+#define BCFS_CACHE_TIMEOUT	60.0
+#define BCFS_SHORT_TIMEOUT	1.0
 /* -o reconnect_timeout: an agent restart, or a reboot of its host */
 #define BCFS_RECONNECT_TIMEOUT_DEFAULT	300.0
 
@@ -47,7 +50,7 @@ struct bcfs_opts {
 	char *secret_file;
 	char *pool_size;	/* bytes, with an optional K/M/G suffix */
 	char *metrics;		/* -o metrics=ADDR:PORT (metrics.c) */
-	double attr_timeout;
+	double attr_timeout;	/* < 0 until set: chosen at connect */
 	double entry_timeout;
 	double timeout;		/* seconds for an answer or a transfer */
 	double reconnect_timeout; /* seconds of agent outage before EIO */
@@ -55,7 +58,7 @@ struct bcfs_opts {
 	/* local: the private agent's staging; 0 = sized to RLIMIT_MEMLOCK */
 	unsigned int queue_depth;
 	unsigned int slot_size;
-	int writeback;
+	int writeback;		/* -o writeback / nowriteback */
 	int private_mount;	/* root: do not serve other users */
 	int foreground;
 	int debug;
@@ -147,6 +150,7 @@ struct bcfs {
 	struct bcp_client *client;
 	uint64_t root;			/* the agent's root handle */
 	uint64_t features;		/* negotiated BCP_FEAT_* */
+	double neg_timeout;		/* ENOENT cached this long; 0: not */
 	struct fuse_session *se;
 	struct bcfs_itable itable;
 	struct bcfs_embed embed;
@@ -239,6 +243,51 @@ int bcfs_inode_nocap(uint64_t handle, uint32_t *gen);
 void bcfs_inode_nocap_known(uint64_t handle, uint32_t gen);
 void bcfs_inode_nocap_forget(uint64_t handle);
 
+/*
+ * What the table knows, for dropping every cache: each inode with the
+ * parent and name it was last seen under (name NULL when none).  Inodes
+ * that come meanwhile are not in it.  0, or -ENOMEM with as much as could
+ * be copied in *out (NULL names where copies failed); free it with
+ * bcfs_inode_names_free() either way.
+ */
+struct bcfs_iname {
+	uint64_t handle;
+	uint64_t parent;
+	char *name;
+};
+int bcfs_inode_names(struct bcfs_iname **out, size_t *n);
+void bcfs_inode_names_free(struct bcfs_iname *v, size_t n);
+
+/* notify.c: the agent's notifications, as kernel cache invalidations */
+int bcfs_notify_init(void);
+/* The client library's notify callback (opts.notify); never waits. */
+void bcfs_notify_cb(void *arg, const struct bcp_notify_req *n,
+		    const char *name);
+/* Start the notifier thread once bcfs_g.se is mounted.  0 or -errno. */
+int bcfs_notify_start(void);
+/*
+ * Wait (at most a second) until the kernel was told every notification
+ * received so far.  From a FUSE request handler, never from the receiver
+ * thread (the notifier may wait for a request the receiver answers).
+ */
+void bcfs_notify_sync(void);
+/* Stop and free; the callback drops what comes after. */
+void bcfs_notify_fini(void);
+/*
+ * The generation of notifications received so far.  A reply to a request
+ * sent at generation gen is cached for timeout seconds only when no
+ * notification came meanwhile (it may be older than what the
+ * notification told): bcfs_notify_timeout() gives timeout or 0.
+ */
+uint64_t bcfs_notify_gen(void);
+double bcfs_notify_timeout(double timeout, uint64_t gen);
+/*
+ * The entry timeout for an ENOENT of name in parent (0: not cached),
+ * remembered so that a RESET can drop it.
+ */
+double bcfs_notify_negative(fuse_ino_t parent, const char *name,
+			    uint64_t gen);
+
 static inline uint64_t bcfs_now_ns(void)
 {
 	struct timespec ts;
@@ -298,6 +347,7 @@ struct bcfs_acall {
 	char name[BCP_NAME_MAX + 1];
 	struct fuse_file_info fi;
 	uint32_t gen;
+	uint64_t ngen;			/* bcfs_notify_gen() when sent */
 	size_t size;
 	struct bcfs_acall *next_free;
 	struct bcfs_mtimer mt;		/* metrics.c */
@@ -312,6 +362,7 @@ enum bcfs_reply {
 	BCFS_REPLY_STATUS,		/* fuse_reply_err */
 	BCFS_REPLY_ATTR,		/* fuse_reply_attr of an attr reply */
 	BCFS_REPLY_ENTRY,		/* bcfs_reply_entry() of an entry reply */
+	BCFS_REPLY_LOOKUP,		/* as ENTRY; ENOENT a negative entry */
 	BCFS_REPLY_OPEN_ATTR,		/* no request; the attrs of a file
 					 * closed after writing (inode.c) */
 };
@@ -328,9 +379,10 @@ void bcfs_call_reply(fuse_req_t req, struct bcp_msg *m, enum bcfs_reply kind,
  * on entry->handle; records it, and gives it back if the kernel is gone.
  */
 void bcfs_reply_entry(fuse_req_t req, uint64_t parent, const char *name,
-		      const struct bcp_entry *entry);
+		      const struct bcp_entry *entry, uint64_t ngen);
+/* ngen: bcfs_notify_gen() when the request went out */
 void bcfs_fill_entry(const struct bcp_entry *entry,
-		     struct fuse_entry_param *e);
+		     struct fuse_entry_param *e, uint64_t ngen);
 /*
  * The errno an application sees for a status from the client library or
  * the agent (negative errno, 0 is success).  A lost agent connection is

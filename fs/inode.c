@@ -358,3 +358,46 @@ int bcfs_inode_rebind_all(struct bcp_client *c, uint64_t *ok)
 	pthread_mutex_unlock(&t->lock);
 	return ret;
 }
+
+int bcfs_inode_names(struct bcfs_iname **out, size_t *n)
+{
+	struct bcfs_itable *t = &bcfs_g.itable;
+	struct bcfs_iname *v;
+	struct bcfs_inode *in;
+	size_t i, k = 0, cap;
+	int ret = 0;
+
+	/* the names are copied outside the lock: count, then copy */
+	pthread_mutex_lock(&t->lock);
+	cap = t->count;
+	pthread_mutex_unlock(&t->lock);
+	v = calloc(cap ? cap : 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	pthread_mutex_lock(&t->lock);
+	for (i = 0; i < t->nbuckets; i++) {
+		for (in = t->buckets[i]; in && k < cap; in = in->hnext) {
+			v[k].handle = in->handle;
+			v[k].parent = in->parent;
+			if (in->name) {
+				v[k].name = strdup(in->name);
+				if (!v[k].name)
+					ret = -ENOMEM;
+			}
+			k++;
+		}
+	}
+	pthread_mutex_unlock(&t->lock);
+	*out = v;
+	*n = k;
+	return ret;
+}
+
+void bcfs_inode_names_free(struct bcfs_iname *v, size_t n)
+{
+	size_t i;
+
+	for (i = 0; v && i < n; i++)
+		free(v[i].name);
+	free(v);
+}

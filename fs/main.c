@@ -72,6 +72,7 @@ static const struct fuse_opt bcfs_opt_spec[] = {
 	FUSE_OPT_KEY("queue_depth=", BCFS_KEY_QUEUE_DEPTH),
 	FUSE_OPT_KEY("slot_size=", BCFS_KEY_SLOT_SIZE),
 	BCFS_OPT("writeback", writeback, 1),
+	BCFS_OPT("nowriteback", writeback, 0),
 	BCFS_OPT("private", private_mount, 1),
 	BCFS_OPT("metrics=%s", metrics, 0),
 	FUSE_OPT_KEY("-h", BCFS_KEY_HELP),
@@ -133,10 +134,15 @@ static void bcfs_usage(FILE *f, const char *prog)
 "bluecachefs options:\n"
 "    -o transport=T         data transport: auto, shm, tcp or rdma (auto)\n"
 "    -o secret_file=FILE    the agent's shared secret (mode 0600)\n"
-"    -o attr_timeout=SEC    attribute cache timeout (1.0)\n"
-"    -o entry_timeout=SEC   name cache timeout (1.0)\n"
-"    -o writeback           kernel writeback cache (only when no other host\n"
-"                           changes the data: it hides their appends)\n"
+"    -o attr_timeout=SEC    attribute cache timeout (60 when the agent\n"
+"                           tells of changes made elsewhere, else 1)\n"
+"    -o entry_timeout=SEC   name cache timeout, negative entries too when\n"
+"                           the agent tells of changes (60, else 1)\n"
+"    -o writeback           kernel writeback cache: the kernel then keeps\n"
+"                           the size and mtime of a cached file and takes\n"
+"                           neither from the agent, so changes made\n"
+"                           elsewhere do not show (off)\n"
+"    -o nowriteback         no writeback cache (the default)\n"
 "    -o pool_size=BYTES     data buffer pool, K/M/G suffixes (64M)\n"
 "    -o max_batch=N         segments per batch request (256)\n"
 "    -o timeout=SEC         wait for the agent's answer or a transfer; a\n"
@@ -449,6 +455,30 @@ static void bcfs_readahead_prepare(const char *mnt)
 	fclose(f);
 }
 
+/*
+ * The caches, once the agent said whether it tells of changes.  With
+ * notifications, what the kernel caches stays right until the agent says
+ * otherwise: the timeouts only bound how long an error of the agent's
+ * (a change it did not see) lasts, and the cost of a minute is one
+ * GETATTR per inode in use a minute.  Negative entries are cached as long
+ * as names.  Without, the short defaults: a change made elsewhere shows
+ * within a second.  Timeouts given with -o win either way.
+ */
+static void bcfs_cache_defaults(struct bcfs_opts *o)
+{
+	int notified = !!(bcfs_g.features & BCP_FEAT_NOTIFY);
+	double def = notified ? BCFS_CACHE_TIMEOUT : BCFS_SHORT_TIMEOUT;
+
+	if (o->attr_timeout < 0)
+		o->attr_timeout = def;
+	if (o->entry_timeout < 0)
+		o->entry_timeout = def;
+	bcfs_g.neg_timeout = notified ? o->entry_timeout : 0;
+	bcfs_dbg("the agent %s of changes: attr_timeout %g, entry_timeout "
+		 "%g, negative entries %g", notified ? "tells" : "does not tell",
+		 o->attr_timeout, o->entry_timeout, bcfs_g.neg_timeout);
+}
+
 /* The client library's lines, in the daemon's format and destination. */
 static void bcfs_client_log(int level, const char *msg)
 {
@@ -730,8 +760,8 @@ int main(int argc, char *argv[])
 
 	if (argc > 1 && !strcmp(argv[1], "--stats"))
 		return bcfs_stats_main(argc, argv);
-	o->attr_timeout = 1.0;
-	o->entry_timeout = 1.0;
+	o->attr_timeout = -1;
+	o->entry_timeout = -1;
 	o->timeout = BCFS_TIMEOUT_DEFAULT;
 	o->reconnect_timeout = BCFS_RECONNECT_TIMEOUT_DEFAULT;
 	/* what was wrong is said in one line, by us or by libfuse */
@@ -786,7 +816,8 @@ int main(int argc, char *argv[])
 	if (!o->foreground && bcfs_daemonize(&status_fd))
 		goto out_args;
 
-	if (bcfs_itable_init(&bcfs_g.itable) || bcfs_rw_init()) {
+	if (bcfs_itable_init(&bcfs_g.itable) || bcfs_rw_init() ||
+	    bcfs_notify_init()) {
 		bcfs_err("out of memory");
 		goto out_report;
 	}
@@ -801,6 +832,7 @@ int main(int argc, char *argv[])
 			co.transport = BCP_XFER_SHM;
 	}
 	co.addr = addr;
+	co.notify = bcfs_notify_cb;
 	/* a handshake the agent cuts short is tried again by the library */
 	ret = bcp_client_connect(&co, &bcfs_g.client, err, sizeof(err));
 	if (ret) {
@@ -811,6 +843,7 @@ int main(int argc, char *argv[])
 	ret = 1;
 	bcfs_g.root = bcp_client_root(bcfs_g.client);
 	bcfs_g.features = bcp_client_hello(bcfs_g.client)->features;
+	bcfs_cache_defaults(o);
 	if (bcp_client_io_max(bcfs_g.client) < bcfs_g.chunk)
 		bcfs_g.chunk = bcp_client_io_max(bcfs_g.client);
 	bcfs_dbg("connected to %s: transport %s, root handle %llu",
@@ -826,6 +859,8 @@ int main(int argc, char *argv[])
 	if (fuse_session_mount(bcfs_g.se, mnt))
 		goto out_signals;
 	bcfs_readahead_prepare(mnt);
+	if (bcfs_notify_start())
+		goto out_unmount;
 	if (bcfs_metrics_start(mnt) < 0)
 		goto out_unmount;
 	/* a private agent that dies is started again, and resumed */
@@ -834,7 +869,10 @@ int main(int argc, char *argv[])
 		goto out_unmount;
 	/* a mount tool is silent when it works, unless asked to talk */
 	if (o->foreground)
-		bcfs_info("%s mounted on %s", o->agent, mnt);
+		bcfs_info("%s mounted on %s (%s)", o->agent, mnt,
+			  bcfs_g.features & BCP_FEAT_NOTIFY ?
+			  "the agent tells of changes made elsewhere" :
+			  "the agent does not tell of changes made elsewhere");
 	if (!o->foreground) {
 		bcfs_report(&status_fd, 0);
 		bcfs_detach();
@@ -858,6 +896,7 @@ int main(int argc, char *argv[])
 	bcfs_dbg("unmounting");
 
 out_unmount:
+	bcfs_notify_fini();
 	bcfs_metrics_stop();
 	fuse_session_unmount(bcfs_g.se);
 out_signals:
@@ -875,6 +914,7 @@ out_embed:
 	if (bcfs_g.embedded)
 		bcfs_embed_stop(&bcfs_g.embed);
 out_fini:
+	bcfs_notify_fini();
 	bcfs_rw_fini();
 	bcfs_open_fini();
 	bcfs_itable_fini(&bcfs_g.itable);

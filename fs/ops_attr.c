@@ -113,6 +113,7 @@ void bcfs_acall_send(struct bcfs_acall *a, fuse_req_t req, struct bcp_msg *m,
 	a->call.rcap = sizeof(a->rbuf);
 	a->call.done = bcfs_acall_done;
 	a->call.priv = a;
+	a->ngen = bcfs_notify_gen();
 	bcfs_metrics_begin(&a->mt, m->hdr.opcode);
 	ret = bcp_client_call_async(bcfs_g.client, m, &a->call);
 	if (ret < 0)
@@ -133,7 +134,8 @@ static void bcfs_answer_attr(struct bcfs_acall *a, int result)
 		return;
 	}
 	bcfs_attr_to_stat(&a->call.rep.u.attr_rep.attr, &st);
-	fuse_reply_attr(a->req, &st, bcfs_g.o.attr_timeout);
+	fuse_reply_attr(a->req, &st,
+			bcfs_notify_timeout(bcfs_g.o.attr_timeout, a->ngen));
 }
 
 static void bcfs_answer_entry(struct bcfs_acall *a, int result)
@@ -143,7 +145,28 @@ static void bcfs_answer_entry(struct bcfs_acall *a, int result)
 		return;
 	}
 	bcfs_reply_entry(a->req, a->parent, a->name,
-			 &a->call.rep.u.entry_rep.entry);
+			 &a->call.rep.u.entry_rep.entry, a->ngen);
+}
+
+/*
+ * A LOOKUP's ENOENT is an entry with no inode: the kernel keeps it as a
+ * negative entry for its timeout (with notifications only: nothing else
+ * would tell this mount when the name appears).
+ */
+static void bcfs_answer_lookup(struct bcfs_acall *a, int result)
+{
+	struct fuse_entry_param e;
+
+	if (result == -ENOENT && bcfs_g.neg_timeout > 0) {
+		memset(&e, 0, sizeof(e));
+		e.entry_timeout = bcfs_notify_negative(
+			bcfs_nodeid(a->parent), a->name, a->ngen);
+		if (e.entry_timeout > 0) {
+			fuse_reply_entry(a->req, &e);
+			return;
+		}
+	}
+	bcfs_answer_entry(a, result);
 }
 
 /* no request: the attributes of a file closed after writing (inode.c) */
@@ -161,6 +184,7 @@ void bcfs_call_reply(fuse_req_t req, struct bcp_msg *m, enum bcfs_reply kind,
 		[BCFS_REPLY_STATUS] = bcfs_answer_status,
 		[BCFS_REPLY_ATTR] = bcfs_answer_attr,
 		[BCFS_REPLY_ENTRY] = bcfs_answer_entry,
+		[BCFS_REPLY_LOOKUP] = bcfs_answer_lookup,
 		[BCFS_REPLY_OPEN_ATTR] = bcfs_answer_open_attr,
 	};
 	struct bcfs_acall *a = bcfs_acall_get();
@@ -206,22 +230,22 @@ void bcfs_attr_to_stat(const struct bcp_attr *a, struct stat *st)
 }
 
 void bcfs_fill_entry(const struct bcp_entry *entry,
-		     struct fuse_entry_param *e)
+		     struct fuse_entry_param *e, uint64_t ngen)
 {
 	memset(e, 0, sizeof(*e));
 	e->ino = bcfs_nodeid(entry->handle);
 	e->generation = entry->generation;
 	bcfs_attr_to_stat(&entry->attr, &e->attr);
-	e->attr_timeout = bcfs_g.o.attr_timeout;
-	e->entry_timeout = bcfs_g.o.entry_timeout;
+	e->attr_timeout = bcfs_notify_timeout(bcfs_g.o.attr_timeout, ngen);
+	e->entry_timeout = bcfs_notify_timeout(bcfs_g.o.entry_timeout, ngen);
 }
 
 void bcfs_reply_entry(fuse_req_t req, uint64_t parent, const char *name,
-		      const struct bcp_entry *entry)
+		      const struct bcp_entry *entry, uint64_t ngen)
 {
 	struct fuse_entry_param e;
 
-	bcfs_fill_entry(entry, &e);
+	bcfs_fill_entry(entry, &e, ngen);
 	if (bcfs_inode_ref(entry->handle, parent, name,
 			   name ? strlen(name) : 0, entry->fid)) {
 		/* no record, no kernel reference: give the agent's back */

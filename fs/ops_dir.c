@@ -66,7 +66,8 @@ void bcfs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	m.u.named_req.parent = bcfs_handle(parent);
 	m.u.named_req.name_len = len;
 	m.name = name;
-	bcfs_call_entry(req, &m, m.u.named_req.parent, name);
+	bcfs_call_reply(req, &m, BCFS_REPLY_LOOKUP, m.u.named_req.parent,
+			name);
 }
 
 void bcfs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -300,6 +301,7 @@ static void bcfs_readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 	struct bcp_msg m, r;
 	uint64_t parent = bcfs_handle(ino);
 	uint32_t max_bytes, n = 0;
+	uint64_t ngen;
 	size_t pos = 0, ent;
 	int ret, full = 0, bad;
 	char *buf;
@@ -321,6 +323,7 @@ static void bcfs_readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 	m.u.readdir_req.cookie = off;
 	m.u.readdir_req.max_bytes = max_bytes;
 	m.u.readdir_req.flags = plus ? BCP_READDIR_PLUS : 0;
+	ngen = bcfs_notify_gen();
 	ret = bcfs_call(&m, &r);
 	if (ret) {
 		bcfs_reply_status(req, ret);
@@ -345,7 +348,7 @@ static void bcfs_readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 						     size - pos, name, &e,
 						     v.d.cookie);
 		} else {
-			bcfs_fill_entry(&v.entry, &e);
+			bcfs_fill_entry(&v.entry, &e, ngen);
 			ent = fuse_add_direntry_plus(req, buf + pos,
 						     size - pos, name, &e,
 						     v.d.cookie);

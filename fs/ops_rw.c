@@ -19,7 +19,10 @@
  *
  * Page cache: close-to-open.  An open keeps the cached pages only when the
  * file's mtime and size are those seen at the previous open (inode.c); a
- * writer's release records the attributes its own writes produced.
+ * writer's release records the attributes its own writes produced.  With
+ * an agent that tells of changes (notify.c), attributes are cached for
+ * long, so an open also waits until the kernel was told every change the
+ * agent reported before answering it: the size it reads up to is current.
  *
  * Locks: bcfs.rw_lock (context free list); bcfs_rw_split_lock is taken
  * before it and only while a split request collects its pieces, so that
@@ -374,14 +377,15 @@ void bcfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	struct bcfs_acall *a;
 	struct bcp_msg m, r;
 	uint64_t fh;
-	int ret;
+	int ret, first;
 
 	bcfs_msg(&m, BCP_OP_OPEN);
 	m.u.open_req.handle = handle;
 	m.u.open_req.flags = bcfs_open_flags(fi->flags);
 	if (fi->flags & O_DIRECT)
 		fi->direct_io = 1;
-	if (fi->direct_io || bcfs_inode_open_first(handle)) {
+	first = fi->direct_io || bcfs_inode_open_first(handle);
+	if (first && !(bcfs_g.features & BCP_FEAT_NOTIFY)) {
 		/* no cached page to judge: answered from the reply */
 		a = bcfs_acall_get();
 		a->parent = handle;
@@ -405,9 +409,16 @@ void bcfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	bcfs_msg(&m, BCP_OP_GETATTR);
 	m.u.node_req.handle = handle;
 	m.u.node_req.fh = fh;
-	if (!bcfs_call(&m, &r) &&
+	if (!first && !bcfs_call(&m, &r) &&
 	    bcfs_inode_open_check(handle, &r.u.attr_rep.attr))
 		fi->keep_cache = 1;
+	/*
+	 * Cached for long, the size the kernel holds may be older than
+	 * what the agent said before answering: a change told before the
+	 * answer reaches the kernel before the open does.
+	 */
+	if (bcfs_g.features & BCP_FEAT_NOTIFY)
+		bcfs_notify_sync();
 	if (fuse_reply_open(req, fi))
 		bcfs_release_fh(handle, fh);
 }
@@ -423,7 +434,7 @@ static void bcfs_answer_create(struct bcfs_acall *a, int result)
 		bcfs_reply_status(a->req, result);
 		return;
 	}
-	bcfs_fill_entry(&c->entry, &e);
+	bcfs_fill_entry(&c->entry, &e, a->ngen);
 	fi->fh = c->fh;
 	ret = bcfs_inode_ref(c->entry.handle, a->parent, a->name,
 			     strlen(a->name), c->entry.fid);

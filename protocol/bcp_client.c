@@ -7,7 +7,8 @@
  * Threads:
  *   receiver  reads every frame of the control connection and hands each
  *             reply to its waiter slot (a blocked bcp_client_call(), or an
- *             in-flight batch whose I/Os it completes with done()).  It
+ *             in-flight batch whose I/Os it completes with done()),
+ *             and hands each NOTIFY to opts.notify (recv_notify).  It
  *             never sends: an agent that stops reading while its replies
  *             wait would deadlock with it.  What it has to say (FORGET,
  *             RELEASE) it queues for the sender.
@@ -1104,6 +1105,44 @@ static int recv_late(struct bcp_client *c, const struct bcp_hdr *h,
 	return 0;
 }
 
+/*
+ * A NOTIFY: the one request an agent may send on the control connection,
+ * once asked for.  Validated whole (kind, name, req_id 0) before the
+ * callback sees it.  0, or -EPROTO with msg set.
+ */
+static int recv_notify(struct bcp_client *c, const uint8_t *f, size_t n,
+		       char *msg, size_t msglen)
+{
+	char name[BCP_NAME_MAX + 1];
+	struct bcp_msg m;
+	enum bcp_err why;
+
+	if (bcp_decode(f, n, &m, &why) < 0) {
+		snprintf(msg, msglen, "bad frame from agent at %s: %s",
+			 c->addr_str, bcp_err_str(why));
+		return -EPROTO;
+	}
+	if (m.name) {
+		memcpy(name, m.name, m.u.notify_req.name_len);
+		name[m.u.notify_req.name_len] = '\0';
+	}
+	c->opts.notify(c->opts.notify_arg, &m.u.notify_req,
+		       m.name ? name : NULL);
+	return 0;
+}
+
+/* Whatever was said while no connection was up went unsaid: a RESET. */
+static void client_notify_reset(struct bcp_client *c)
+{
+	struct bcp_notify_req n;
+
+	if (!c->opts.notify)
+		return;
+	memset(&n, 0, sizeof(n));
+	n.kind = BCP_NOTIFY_RESET;
+	c->opts.notify(c->opts.notify_arg, &n, NULL);
+}
+
 /* One reply.  0, or -EPROTO with msg set when the connection must go. */
 static int recv_dispatch(struct bcp_client *c, const struct bcp_hdr *h,
 			 const uint8_t *f, size_t n, char *msg, size_t msglen)
@@ -1117,6 +1156,9 @@ static int recv_dispatch(struct bcp_client *c, const struct bcp_hdr *h,
 	int ret = 0;
 
 	if (!(h->flags & BCP_HF_REPLY)) {
+		if (h->opcode == BCP_OP_NOTIFY &&
+		    (c->hello.features & BCP_FEAT_NOTIFY))
+			return recv_notify(c, f, n, msg, msglen);
 		snprintf(msg, msglen,
 			 "bad frame from agent at %s: a %s request on the control connection",
 			 c->addr_str, bcp_op_name(h->opcode));
@@ -1830,6 +1872,8 @@ static int client_want(struct bcp_client *c, uint64_t *want, char *err,
 		BCP_FEAT_SETATTR_CTIME;
 	if (c->opts.reconnect_timeout_ms > 0)
 		*want |= BCP_FEAT_RESUME;
+	if (c->opts.notify)
+		*want |= BCP_FEAT_NOTIFY;
 	switch (c->opts.transport) {
 	case BCP_XFER_AUTO:
 		*want |= BCP_FEAT_TCP_DATA | (is_unix ? BCP_FEAT_SHM : 0);
@@ -2206,6 +2250,7 @@ static void *reconn_main(void *arg)
 		if (ret == 0) {
 			last_err = 0;
 			reconn_log_restored(c, client_now_ms() - start);
+			client_notify_reset(c);
 		}
 		pthread_mutex_lock(&c->wlock);
 	}

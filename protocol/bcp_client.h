@@ -66,6 +66,23 @@ struct bcp_client_opts {
 	 */
 	int (*resume)(struct bcp_client *c, void *arg);
 	void *resume_arg;
+	/*
+	 * Set: BCP_FEAT_NOTIFY is asked for, and each NOTIFY the agent
+	 * sends (another session or a process on the agent's machine
+	 * changed something this session holds; see bcp_wire.h) is handed
+	 * to notify, on the receiver thread, in the order received.  name
+	 * is the NUL-terminated name of an ENTRY or DELETE, NULL for the
+	 * other kinds; both live only for the call.  notify must not block
+	 * (it holds up every reply behind it) nor call into the library.
+	 * After a reconnect, once the session is back, it is called with
+	 * a RESET (everything else 0) from the reconnect thread: what
+	 * changed while no connection was up was told to nobody.  Without
+	 * notify, a NOTIFY from the agent is a protocol violation, as is
+	 * any other request on the control connection.
+	 */
+	void (*notify)(void *arg, const struct bcp_notify_req *n,
+		       const char *name);
+	void *notify_arg;
 };
 /* Sensible defaults: 64 MiB pool, 256 segments, 10 s, no reconnect. */
 void bcp_client_opts_init(struct bcp_client_opts *o);
