@@ -428,23 +428,20 @@ static void watch_event(const struct fanotify_event_metadata *m,
 	 * DELETE of its name anyway.
 	 */
 	have_obj = r.obj && watch_obj(r.obj, in, &obj) == 0;
-	if (r.name) {
-		if (m->mask & (FAN_DELETE | FAN_MOVED_FROM)) {
-			struct agent_obj gone = { 0, 0 };
-
-			watch_send(BCP_NOTIFY_DELETE, have_obj ? &obj : &gone,
-				   &parent, r.name, 0, m->pid);
-		}
-		if (m->mask & (FAN_CREATE | FAN_MOVED_TO))
-			watch_send(BCP_NOTIFY_ENTRY, NULL, &parent, r.name, 0,
-				   m->pid);
-	}
+	if (!have_obj)
+		memset(&obj, 0, sizeof(obj));
 	/*
-	 * A name added or removed changed the link count (or the parent)
-	 * of its object too: its holders hear of it even when they hold
-	 * no directory it is in.
+	 * The object of a name added or removed goes with it (dev 0 when
+	 * gone and never seen): its link count, or its parent, changed,
+	 * and the registry tells its holders so.
 	 */
-	if (have_obj && (m->mask & (FAN_MODIFY | FAN_ATTRIB | dirent)))
+	if (r.name && (m->mask & (FAN_DELETE | FAN_MOVED_FROM)))
+		watch_send(BCP_NOTIFY_DELETE, &obj, &parent, r.name, 0,
+			   m->pid);
+	if (r.name && (m->mask & (FAN_CREATE | FAN_MOVED_TO)))
+		watch_send(BCP_NOTIFY_ENTRY, &obj, &parent, r.name, 0,
+			   m->pid);
+	if (have_obj && (m->mask & (FAN_MODIFY | FAN_ATTRIB)))
 		watch_send(BCP_NOTIFY_INODE, &obj, NULL, NULL,
 			   m->mask & FAN_MODIFY ? 0 : -1, m->pid);
 out:

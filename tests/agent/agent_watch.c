@@ -88,17 +88,35 @@ static void __attribute__((format(printf, 1, 2))) sh(const char *fmt, ...)
 		t_hard("'%s' failed", cmd);
 }
 
+/*
+ * Send m and wait for its reply; NOTIFY frames that come first are
+ * counted in *notifies and dropped.  The reply's status.
+ */
+static int call(int fd, struct bcp_msg *m, struct bcp_msg *rep,
+		unsigned int *notifies)
+{
+	T_EQ(t_raw_send(fd, m), 0);
+	for (;;) {
+		T_EQ(t_raw_recv(fd, rep, buf, sizeof(buf), T_WAIT_MS), 0);
+		if (rep->hdr.opcode != BCP_OP_NOTIFY)
+			break;
+		(*notifies)++;
+	}
+	T_EQ(rep->hdr.req_id, m->hdr.req_id);
+	return rep->hdr.status;
+}
+
 static uint64_t lookup(int fd, uint64_t req, uint64_t parent,
 		       const char *name)
 {
 	struct bcp_msg m, rep;
+	unsigned int skipped = 0;
 
 	bcp_msg_init(&m, BCP_OP_LOOKUP, req);
 	m.u.named_req.parent = parent;
 	m.u.named_req.name_len = (uint16_t)strlen(name);
 	m.name = name;
-	T_EQ(t_raw_call(fd, &m, &rep, buf, sizeof(buf)), 0);
-	T_EQ(rep.hdr.status, 0);
+	T_EQ(call(fd, &m, &rep, &skipped), 0);
 	return rep.u.entry_rep.entry.handle;
 }
 
@@ -124,12 +142,12 @@ static int next_notify(int fd, int timeout_ms, struct bcp_notify_req *n,
 }
 
 /*
- * Wait for a NOTIFY of kind about handle (named name when not NULL; for
- * INODE, about the data when data, the attributes only otherwise); other
- * NOTIFYs on the way are skipped.
+ * Wait for a NOTIFY of kind about handle (named name when not NULL, of
+ * child when not 0; for INODE, about the data when data, the attributes
+ * only otherwise); other NOTIFYs on the way are skipped.
  */
 static void expect(int fd, const char *what, uint32_t kind, uint64_t handle,
-		   const char *name, int data)
+		   const char *name, uint64_t child, int data)
 {
 	struct bcp_notify_req n;
 	char got[BCP_NAME_MAX + 1];
@@ -144,13 +162,15 @@ static void expect(int fd, const char *what, uint32_t kind, uint64_t handle,
 			continue;
 		if (name && strcmp(name, got))
 			continue;
+		if (child && n.child != child)
+			continue;
 		if (kind == BCP_NOTIFY_INODE && data != (n.offset >= 0))
 			continue;
 		return;
 	}
 }
 
-/* NOTIFYs about handle within T_QUIET_MS. */
+/* NOTIFYs about handle (0: any) within T_QUIET_MS. */
 static int count_about(int fd, uint64_t handle)
 {
 	struct bcp_notify_req n;
@@ -158,7 +178,7 @@ static int count_about(int fd, uint64_t handle)
 	int count = 0;
 
 	while (next_notify(fd, T_QUIET_MS, &n, got) == 0)
-		if (n.handle == handle || n.child == handle)
+		if (!handle || n.handle == handle || n.child == handle)
 			count++;
 	return count;
 }
@@ -170,12 +190,17 @@ static void fresh_log(struct t_agent *a)
 		t_hard("truncate %s: %s", a->log, strerror(errno));
 }
 
-/* Writes and a chmod through a session: the agent's own changes. */
+/*
+ * Writes and a chmod through a session: the agent's own changes.  That
+ * session is their origin, so nothing may come back to it: a NOTIFY
+ * there is the watcher reporting the agent's own change.
+ */
 static void through_the_agent(struct t_agent *a)
 {
 	const size_t rlen = 1 << 16;
 	struct bcp_msg m, rep;
 	struct bcp_seg seg;
+	unsigned int notifies = 0;
 	uint64_t root, fh, h;
 	uint8_t *region;
 	int fd, mfd, i;
@@ -194,8 +219,7 @@ static void through_the_agent(struct t_agent *a)
 	bcp_msg_init(&m, BCP_OP_OPEN, 5);
 	m.u.open_req.handle = h;
 	m.u.open_req.flags = O_RDWR;
-	T_EQ(t_raw_call(fd, &m, &rep, buf, sizeof(buf)), 0);
-	T_EQ(rep.hdr.status, 0);
+	T_EQ(call(fd, &m, &rep, &notifies), 0);
 	fh = rep.u.open_rep.fh;
 	for (i = 0; i < 4; i++) {
 		memset(region, 'a' + i, 4096);
@@ -203,16 +227,19 @@ static void through_the_agent(struct t_agent *a)
 		bcp_msg_init(&m, BCP_OP_BATCH_PUSH, (uint64_t)(20 + i));
 		m.u.batch_req.count = 1;
 		m.segs = &seg;
-		T_EQ(t_raw_call(fd, &m, &rep, buf, sizeof(buf)), 0);
-		T_EQ(rep.hdr.status, 0);
+		T_EQ(call(fd, &m, &rep, &notifies), 0);
+		T_EQ(rep.u.batch_rep.count, 1);
 		T_EQ(bcp_msg_status(&rep, 0), 4096);
 	}
 	bcp_msg_init(&m, BCP_OP_SETATTR, 30);
 	m.u.setattr_req.handle = h;
 	m.u.setattr_req.valid = BCP_SETATTR_MODE;
 	m.u.setattr_req.mode = 0640;
-	T_EQ(t_raw_call(fd, &m, &rep, buf, sizeof(buf)), 0);
-	T_EQ(rep.hdr.status, 0);
+	T_EQ(call(fd, &m, &rep, &notifies), 0);
+	notifies += (unsigned int)count_about(fd, 0);
+	if (notifies)
+		t_fail("the session that wrote and chmodded f got %u NOTIFY "
+		       "frames about its own changes", notifies);
 	close(fd);
 	munmap(region, rlen);
 }
@@ -225,7 +252,7 @@ int main(void)
 	const char *watch_no[] = { "--watch", "no", NULL };
 	const char *why;
 	struct t_agent a;
-	uint64_t root, hf, hd;
+	uint64_t root, hf, hd, hnew;
 	char line[128];
 	int fd;
 
@@ -258,16 +285,17 @@ int main(void)
 
 	/* other processes */
 	sh("echo more >> %s/f", a.root);
-	expect(fd, "echo >> f", BCP_NOTIFY_INODE, hf, NULL, 1);
+	expect(fd, "echo >> f", BCP_NOTIFY_INODE, hf, NULL, 0, 1);
 	sh("chmod 600 %s/f", a.root);
-	expect(fd, "chmod f", BCP_NOTIFY_INODE, hf, NULL, 0);
+	expect(fd, "chmod f", BCP_NOTIFY_INODE, hf, NULL, 0, 0);
 	sh("touch %s/d/new", a.root);
-	expect(fd, "touch d/new", BCP_NOTIFY_ENTRY, hd, "new", 0);
+	expect(fd, "touch d/new", BCP_NOTIFY_ENTRY, hd, "new", 0, 0);
+	hnew = lookup(fd, 4, hd, "new");
 	sh("rm %s/d/new", a.root);
-	expect(fd, "rm d/new", BCP_NOTIFY_DELETE, hd, "new", 0);
+	expect(fd, "rm d/new", BCP_NOTIFY_DELETE, hd, "new", hnew, 0);
 	sh("mv %s/f %s/d/g", a.root, a.root);
-	expect(fd, "mv f d/g (from)", BCP_NOTIFY_DELETE, root, "f", 0);
-	expect(fd, "mv f d/g (to)", BCP_NOTIFY_ENTRY, hd, "g", 0);
+	expect(fd, "mv f d/g (from)", BCP_NOTIFY_DELETE, root, "f", hf, 0);
+	expect(fd, "mv f d/g (to)", BCP_NOTIFY_ENTRY, hd, "g", 0, 0);
 	close(fd);
 	T_EQ(t_agent_stop(&a), 0);
 
