@@ -220,7 +220,8 @@ static int rs_connect(struct rs *s, int tcp, int timeout_ms)
 	bcp_msg_init(&m, BCP_OP_HELLO, 1);
 	m.u.hello_req.ver_min = BCP_VERSION_MIN;
 	m.u.hello_req.ver_max = BCP_VERSION_MAX;
-	m.u.hello_req.features = BCP_FEAT_ALL;
+	/* NOTIFY frames would come between the replies read here */
+	m.u.hello_req.features = BCP_FEAT_ALL & ~BCP_FEAT_NOTIFY;
 	memcpy(m.u.hello_req.nonce, nc, sizeof(nc));
 	ret = a_call(s->fd, &m, &rep, timeout_ms);
 	if (ret < 0)

@@ -232,12 +232,15 @@ int t_raw_call(int fd, struct bcp_msg *m, struct bcp_msg *rep, void *buf,
 		       strerror(-n));
 	if (bcp_frame_send(fd, buf, (size_t)n, -1) < 0)
 		return -EPIPE;
-	n = bcp_frame_recv(fd, buf, cap, NULL, 5000, &why);
-	if (n <= 0)
-		return n == 0 ? -ECONNRESET : n;
-	if (bcp_decode(buf, (size_t)n, rep, &why) < 0)
-		t_fail("agent sent an undecodable reply: %s",
-		       bcp_err_str(why));
+	do {	/* a NOTIFY may come before the reply: not this call's */
+		n = bcp_frame_recv(fd, buf, cap, NULL, 5000, &why);
+		if (n <= 0)
+			return n == 0 ? -ECONNRESET : n;
+		if (bcp_decode(buf, (size_t)n, rep, &why) < 0)
+			t_fail("agent sent an undecodable reply: %s",
+			       bcp_err_str(why));
+	} while (rep->hdr.opcode == BCP_OP_NOTIFY &&
+		 !(rep->hdr.flags & BCP_HF_REPLY));
 	return rep->hdr.status;
 }
 
