@@ -489,7 +489,8 @@ void agent_session_hello(struct agent_session *s, const struct bcp_msg *m)
 						      BCP_VERSION_MAX;
 	uint64_t offered = BCP_FEAT_TCP_DATA | BCP_FEAT_READDIRPLUS |
 			   BCP_FEAT_COPY_RANGE | BCP_FEAT_SETATTR_CTIME |
-			   BCP_FEAT_RESUME | BCP_FEAT_NOTIFY;
+			   BCP_FEAT_RESUME | BCP_FEAT_NOTIFY |
+			   BCP_FEAT_CREATED;
 	struct sockaddr_storage local;
 	socklen_t llen = sizeof(local);
 	uint8_t raddr[16] = { 0 };
@@ -1117,6 +1118,9 @@ static int session_dispatch(struct agent_session *s, struct bcp_msg *m,
 	case BCP_OP_CREATE:
 		ret = agent_store_create_file(st, &m->u.create_req, m->name,
 					      &rep.u.create_rep);
+		if (!(s->features & BCP_FEAT_CREATED))
+			rep.u.create_rep.open_flags &=
+				~(uint32_t)BCP_OPEN_CREATED;
 		break;
 	case BCP_OP_MKDIR:
 		ret = agent_store_mkdir(st, &m->u.mkdir_req, m->name,

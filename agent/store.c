@@ -1286,6 +1286,9 @@ int agent_store_create_file(struct agent_store *s,
 	memset(out, 0, sizeof(*out));
 	out->entry = e;
 	out->fh = fh;
+	/* a new inode: no xattrs, so no file capabilities to ask for */
+	if (made)
+		out->open_flags = BCP_OPEN_CREATED;
 	return 0;
 
 out_close:

@@ -446,11 +446,13 @@ static void bcfs_answer_create(struct bcfs_acall *a, int result)
 	}
 	bcfs_inode_open_update(c->entry.handle, &c->entry.attr);
 	/*
-	 * A file O_EXCL created has no file capabilities: its first write
-	 * needn't ask.  (Without O_EXCL the agent may have opened a file
+	 * A file the agent made (it says so, or O_EXCL) has no file
+	 * capabilities: its first write needn't ask.  (Without O_EXCL and
+	 * without the agent's word, the agent may have opened a file
 	 * another client made meanwhile.)
 	 */
-	if ((fi->flags & O_EXCL) && bcfs_g.o.attr_timeout > 0) {
+	if (((fi->flags & O_EXCL) || (c->open_flags & BCP_OPEN_CREATED)) &&
+	    bcfs_g.o.attr_timeout > 0) {
 		uint32_t gen;
 
 		bcfs_inode_nocap(c->entry.handle, &gen);

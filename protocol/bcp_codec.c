@@ -536,7 +536,8 @@ static int body_rules(const struct bcp_msg *m, bool reply,
 		case BCP_OP_CREATE:
 			if (m->u.create_rep.entry.handle <= 1 ||
 			    (m->u.create_rep.open_flags &
-			     ~(BCP_OPEN_KEEP_CACHE | BCP_OPEN_DIRECT_IO)))
+			     ~(BCP_OPEN_KEEP_CACHE | BCP_OPEN_DIRECT_IO |
+			       BCP_OPEN_CREATED)))
 				return fail(why, BCP_E_BAD_FIELD, -EINVAL);
 			break;
 		case BCP_OP_OPEN:

@@ -27,6 +27,8 @@
  *      host resume its handles, open files and unanswered requests on a
  *      restarted agent (BCP_FEAT_RESUME).  The entry layout changed, so
  *      version 1 is no longer spoken.
+ *   2 + BCP_FEAT_CREATED: a CREATE reply's open_flags say with
+ *      BCP_OPEN_CREATED that the agent made the file (it has no xattrs).
  *   2 + BCP_FEAT_NOTIFY: the agent sends NOTIFY frames (requests from the
  *      agent, never answered) when another session or a process on the
  *      agent's machine changes something this session holds.
@@ -81,7 +83,8 @@
 #define BCP_FEAT_SETATTR_CTIME	(1ull << 5) /* BCP_SETATTR_CTIME understood */
 #define BCP_FEAT_RESUME		(1ull << 6) /* fids, REBIND, REOPEN, replay */
 #define BCP_FEAT_NOTIFY		(1ull << 7) /* the agent sends NOTIFY */
-#define BCP_FEAT_ALL		((1ull << 8) - 1)
+#define BCP_FEAT_CREATED	(1ull << 8) /* BCP_OPEN_CREATED */
+#define BCP_FEAT_ALL		((1ull << 9) - 1)
 
 enum bcp_opcode {
 	BCP_OP_HELLO = 1,
@@ -151,6 +154,8 @@ enum bcp_opcode {
 /* OPEN/CREATE reply open_flags. */
 #define BCP_OPEN_KEEP_CACHE	0x1u
 #define BCP_OPEN_DIRECT_IO	0x2u
+/* CREATE replies only (BCP_FEAT_CREATED): the agent made the file */
+#define BCP_OPEN_CREATED	0x4u
 
 /* REGISTER_REGION kinds. */
 enum bcp_region_kind {

@@ -446,7 +446,8 @@ static void fix_reply(struct sample *s, uint64_t *seed)
 		break;
 	case BCP_OP_CREATE:
 		m->u.create_rep.entry.handle |= 2;
-		m->u.create_rep.open_flags = BCP_OPEN_KEEP_CACHE;
+		m->u.create_rep.open_flags = BCP_OPEN_KEEP_CACHE |
+					     BCP_OPEN_CREATED;
 		break;
 	case BCP_OP_OPEN:
 	case BCP_OP_OPENDIR:
