@@ -55,6 +55,8 @@ struct bcfs_opts {
 	double timeout;		/* seconds for an answer or a transfer */
 	double reconnect_timeout; /* seconds of agent outage before EIO */
 	unsigned int max_batch;
+	unsigned int spin_usec;	/* -o spin_usec, when spin_usec_set */
+	int spin_usec_set;
 	/* local: the private agent's staging; 0 = sized to RLIMIT_MEMLOCK */
 	unsigned int queue_depth;
 	unsigned int slot_size;

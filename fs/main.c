@@ -53,6 +53,7 @@ enum {
 	BCFS_KEY_TIMEOUT,
 	BCFS_KEY_RECONNECT_TIMEOUT,
 	BCFS_KEY_MAX_BATCH,
+	BCFS_KEY_SPIN_USEC,
 	BCFS_KEY_QUEUE_DEPTH,
 	BCFS_KEY_SLOT_SIZE,
 };
@@ -69,6 +70,7 @@ static const struct fuse_opt bcfs_opt_spec[] = {
 	FUSE_OPT_KEY("timeout=", BCFS_KEY_TIMEOUT),
 	FUSE_OPT_KEY("reconnect_timeout=", BCFS_KEY_RECONNECT_TIMEOUT),
 	FUSE_OPT_KEY("max_batch=", BCFS_KEY_MAX_BATCH),
+	FUSE_OPT_KEY("spin_usec=", BCFS_KEY_SPIN_USEC),
 	FUSE_OPT_KEY("queue_depth=", BCFS_KEY_QUEUE_DEPTH),
 	FUSE_OPT_KEY("slot_size=", BCFS_KEY_SLOT_SIZE),
 	BCFS_OPT("writeback", writeback, 1),
@@ -145,6 +147,8 @@ static void bcfs_usage(FILE *f, const char *prog)
 "    -o nowriteback         no writeback cache (the default)\n"
 "    -o pool_size=BYTES     data buffer pool, K/M/G suffixes (64M)\n"
 "    -o max_batch=N         segments per batch request (256)\n"
+"    -o spin_usec=N         after a reply, poll this long for the next\n"
+"                           one, only while a CPU is idle (50; 0: never)\n"
 "    -o timeout=SEC         wait for the agent's answer or a transfer; a\n"
 "                           request fails with EIO, a stalled\n"
 "                           transfer gives up the connection (30)\n"
@@ -309,6 +313,11 @@ static int bcfs_opt_proc(void *data, const char *arg, int key,
 	case BCFS_KEY_MAX_BATCH:
 		return bcfs_opt_uint(arg, 1, BCP_SEGS_MAX, &o->max_batch) ?
 		       -1 : 0;
+	case BCFS_KEY_SPIN_USEC:
+		if (bcfs_opt_uint(arg, 0, 10000, &o->spin_usec))
+			return -1;
+		o->spin_usec_set = 1;
+		return 0;
 	case BCFS_KEY_QUEUE_DEPTH:
 		return bcfs_opt_uint(arg, 1, 4096, &o->queue_depth) ? -1 : 0;
 	case BCFS_KEY_SLOT_SIZE: {
@@ -511,6 +520,8 @@ static int bcfs_opts_check(struct bcfs_opts *o, struct bcp_client_opts *co)
 	}
 	if (o->max_batch)
 		co->max_batch = o->max_batch;
+	if (o->spin_usec_set)
+		co->spin_usec = (int)o->spin_usec;
 	co->timeout_ms = (int)(o->timeout * 1000);
 	co->reconnect_timeout_ms = (int)(o->reconnect_timeout * 1000);
 	if (o->reconnect_timeout > 0 && !co->reconnect_timeout_ms)

@@ -194,6 +194,7 @@ void bcp_client_opts_init(struct bcp_client_opts *o)
 	o->pool_size = BCP_CLIENT_POOL_DEFAULT;
 	o->max_batch = BCP_CLIENT_BATCH_DEFAULT;
 	o->timeout_ms = BCP_CLIENT_TIMEOUT_DEFAULT;
+	o->spin_usec = -1;
 }
 
 /* ---- state and waiter slots ------------------------------------------ */
@@ -828,11 +829,11 @@ out_mac:
 /* ---- adaptive spinning ----------------------------------------------- */
 
 /*
- * How long the receiver spins: BLUECACHE_SPIN_USEC (0 to
- * BCP_SPIN_USEC_MAX; 0 never spins) or the default.  A machine with one
- * CPU never has one idle beside the spinner's.
+ * How long the receiver spins: opts.spin_usec, else BLUECACHE_SPIN_USEC
+ * (0 to BCP_SPIN_USEC_MAX; 0 never spins), else the default.  A machine
+ * with one CPU never has one idle beside the spinner's.
  */
-static void client_spin_init(struct bcp_spin *g)
+static void client_spin_init(struct bcp_spin *g, int opt)
 {
 	const char *env = getenv("BLUECACHE_SPIN_USEC");
 	unsigned long usec = BCP_CLIENT_SPIN_USEC_DEFAULT;
@@ -841,7 +842,10 @@ static void client_spin_init(struct bcp_spin *g)
 
 	memset(g, 0, sizeof(*g));
 	g->loadavg_fd = -1;
-	if (env && *env) {
+	if (opt >= 0) {
+		usec = opt > BCP_SPIN_USEC_MAX ? BCP_SPIN_USEC_MAX :
+						 (unsigned long)opt;
+	} else if (env && *env) {
 		errno = 0;
 		usec = strtoul(env, &end, 10);
 		if (errno || *end || usec > BCP_SPIN_USEC_MAX) {
@@ -1869,7 +1873,7 @@ static int client_want(struct bcp_client *c, uint64_t *want, char *err,
 	int is_unix = c->addr.family == AF_UNIX;
 
 	*want = BCP_FEAT_READDIRPLUS | BCP_FEAT_COPY_RANGE |
-		BCP_FEAT_SETATTR_CTIME;
+		BCP_FEAT_SETATTR_CTIME | BCP_FEAT_CREATED;
 	if (c->opts.reconnect_timeout_ms > 0)
 		*want |= BCP_FEAT_RESUME;
 	if (c->opts.notify)
@@ -2319,7 +2323,7 @@ static int client_connect_once(const struct bcp_client_opts *o,
 	strcpy(c->addr_str, o->addr);
 	c->opts.addr = c->addr_str;
 	c->opts.secret = NULL;
-	client_spin_init(&c->rspin);
+	client_spin_init(&c->rspin, c->opts.spin_usec);
 	if (!c->opts.pool_size)
 		c->opts.pool_size = BCP_CLIENT_POOL_DEFAULT;
 	if (!c->opts.max_batch)

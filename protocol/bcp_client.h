@@ -83,6 +83,13 @@ struct bcp_client_opts {
 	void (*notify)(void *arg, const struct bcp_notify_req *n,
 		       const char *name);
 	void *notify_arg;
+	/*
+	 * Microseconds the receiver polls for the next frame after the
+	 * last one, only while a CPU is idle (doc/performance.md): -1 the
+	 * default (BLUECACHE_SPIN_USEC in the environment, else 50), 0
+	 * never, at most 10000.
+	 */
+	int spin_usec;
 };
 /* Sensible defaults: 64 MiB pool, 256 segments, 10 s, no reconnect. */
 void bcp_client_opts_init(struct bcp_client_opts *o);
