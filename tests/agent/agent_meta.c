@@ -107,6 +107,28 @@ int main(void)
 	T_EQ(t_create(c, d.handle, "f", 0640, O_RDWR, &f, &fh), 0);
 	T_EQ(t_create(c, d.handle, "f", 0640, O_RDWR | O_EXCL, NULL, NULL),
 	     -EEXIST);
+	{
+		/* the reply says whether the agent made the file */
+		static uint8_t rb[BCP_FRAME_MAX];
+		int k;
+
+		for (k = 0; k < 2; k++) {
+			bcp_msg_init(&m, BCP_OP_CREATE, 0);
+			m.u.create_req.parent = d.handle;
+			m.u.create_req.mode = 0600;
+			m.u.create_req.flags = O_RDWR;
+			m.u.create_req.uid = getuid();
+			m.u.create_req.gid = getgid();
+			m.u.create_req.name_len = 7;
+			m.name = "created";
+			T_EQ(bcp_client_call(c, &m, &rep, rb, sizeof(rb)), 0);
+			T_EQ(rep.u.create_rep.open_flags & BCP_OPEN_CREATED,
+			     k ? 0u : BCP_OPEN_CREATED);
+			t_release(c, rep.u.create_rep.entry.handle,
+				  rep.u.create_rep.fh);
+		}
+		T_EQ(named(BCP_OP_UNLINK, d.handle, "created"), 0);
+	}
 	T_EQ(f.attr.mode & 07777, 0640);
 	T_EQ(t_lookup(c, d.handle, "f", &e), 0);
 	T_EQ(e.handle, f.handle);	/* same inode, same handle */
