@@ -37,7 +37,8 @@ static void rec(struct seq *q, uint8_t ctl, struct bcp_msg *m)
 {
 	int n;
 
-	m->hdr.req_id = ++q->req_id;
+	/* a NOTIFY (agent -> host only, refused from a host) has none */
+	m->hdr.req_id = m->hdr.opcode == BCP_OP_NOTIFY ? 0 : ++q->req_id;
 	n = bcp_encode(q->buf + q->len + FZS_REC_HDR,
 		       sizeof(q->buf) - q->len - FZS_REC_HDR, m);
 	if (n < 0 || n > 0xffff) {
