@@ -887,28 +887,11 @@ static void client_spin_fini(struct bcp_spin *g)
  */
 static int client_spin_idle_cpu(struct bcp_spin *g, uint64_t now)
 {
-	char buf[128], *p = buf;
-	unsigned long running;
-	ssize_t n;
-	int i;
-
 	if (now < g->next_ns)
 		return g->open;
 	g->next_ns = now + BCP_SPIN_SAMPLE_NS;
 	g->open = 0;
-	n = pread(g->loadavg_fd, buf, sizeof(buf) - 1, 0);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
-	for (i = 0; i < 3 && p; i++) {
-		p = strchr(p, ' ');
-		if (p)
-			p++;
-	}
-	if (!p)
-		return 0;
-	running = strtoul(p, NULL, 10);
-	g->open = running && running < g->ncpus;
+	g->open = bcp_cpu_idle(g->loadavg_fd, g->ncpus);
 	return g->open;
 }
 

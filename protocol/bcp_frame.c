@@ -688,3 +688,25 @@ int bcp_addr_is_local(const struct bcp_addr *a)
 	}
 	return 0;
 }
+
+int bcp_cpu_idle(int loadavg_fd, unsigned int ncpus)
+{
+	char buf[128], *p = buf;
+	unsigned long running;
+	ssize_t n;
+	int i;
+
+	n = pread(loadavg_fd, buf, sizeof(buf) - 1, 0);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	for (i = 0; i < 3 && p; i++) {
+		p = strchr(p, ' ');
+		if (p)
+			p++;
+	}
+	if (!p)
+		return 0;
+	running = strtoul(p, NULL, 10);
+	return running && running < ncpus;
+}

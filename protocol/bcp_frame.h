@@ -82,4 +82,11 @@ int bcp_addr_is_local(const struct bcp_addr *a);
 /* The port a listening TCP socket is bound to (after port 0), or -errno. */
 int bcp_addr_bound_port(int sock);
 
+/*
+ * 1 when a CPU is idle: fewer threads runnable than ncpus, read from the
+ * fourth field of /proc/loadavg ("2/345") at fd.  0 when not, or when it
+ * cannot be read.  For bounded spinning (doc/performance.md).
+ */
+int bcp_cpu_idle(int loadavg_fd, unsigned int ncpus);
+
 #endif /* BCP_FRAME_H */
