@@ -108,6 +108,9 @@ int agent_ceph_open(const struct agent_store_spec *sp,
 		    unsigned int timeout_ms, struct agent_backend **out);
 void agent_backend_close(struct agent_backend *b);
 
+/* The store this agent serves (main.c opens it before the workers). */
+extern struct agent_backend *agent_backend;
+
 /* ---- a session's store ---- */
 
 /*
