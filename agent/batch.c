@@ -527,7 +527,8 @@ static void batch_inline(struct agent_batch *b, uint32_t i)
 	    bcp_xsrv_region_map(b->s->xsrv, sg->region_id, sg->region_off,
 				sg->length, &iov.iov_base) < 0)
 		return;
-	mode = agent_store_file_inline(b->files[i], b->fds[i]);
+	mode = agent_store_file_inline(b->s->store, b->files[i],
+				       b->fds[i]);
 	if (mode == AGENT_INLINE_NEVER)
 		return;
 	flags = mode == AGENT_INLINE_NOWAIT ? RWF_NOWAIT : 0;
@@ -542,7 +543,7 @@ static void batch_inline(struct agent_batch *b, uint32_t i)
 	if (n < 0) {
 		/* a file that takes no RWF_NOWAIT: stop trying */
 		if (errno == EOPNOTSUPP)
-			agent_store_file_inline_set(b->files[i],
+			agent_store_file_inline_set(b->s->store, b->files[i],
 						    AGENT_INLINE_NEVER);
 		w->stats.inline_missed++;
 		return;

@@ -43,6 +43,7 @@
 #include "bcp_auth.h"
 #include "bcp_xfer_srv.h"
 #include "resume.h"
+#include "store.h"
 #include "watch.h"
 
 #define MAIN_PENDING_MAX	256
@@ -1643,12 +1644,9 @@ int main(int argc, char **argv)
 		agent_err("%s", err);
 		return 1;
 	}
-	agent_cfg.root_fd = open(agent_cfg.root, O_PATH | O_DIRECTORY |
-				 O_CLOEXEC);
-	if (agent_cfg.root_fd < 0) {
-		agent_err("data root %s: %s", agent_cfg.root, strerror(errno));
+	if (agent_posix_open(agent_cfg.root, &agent_backend) < 0)
 		return 1;
-	}
+	agent_cfg.root_fd = agent_backend->root_fd;
 	ret = main_state_dir(state, sizeof(state));
 	if (ret == 0)
 		ret = agent_resume_init(state, agent_cfg.root_fd);
@@ -1740,16 +1738,7 @@ int main(int argc, char **argv)
 	agent_workers_stop(&total);
 	agent_notify_fini();
 	bcp_xrdma_shutdown();
-	{
-		int rfd = openat(agent_cfg.root_fd, ".", O_RDONLY |
-				 O_DIRECTORY | O_CLOEXEC);
-
-		if (rfd < 0 || syncfs(rfd) < 0)
-			agent_err("syncfs of %s: %s", agent_cfg.root,
-				  strerror(errno));
-		if (rfd >= 0)
-			close(rfd);
-	}
+	agent_backend->ops->sync(agent_backend);
 	agent_stats_print(&total);
 	ret = 0;
 
@@ -1762,7 +1751,8 @@ out_listeners:
 	}
 	close(sfd);
 	agent_resume_fini();
-	close(agent_cfg.root_fd);
+	agent_backend_close(agent_backend);
+	agent_backend = NULL;
 	free(agent_cfg.secret);
 	return ret < 0 ? 1 : 0;
 }

@@ -103,8 +103,7 @@ struct agent_session *agent_session_new(struct agent_worker *w, int fd,
 	s->fd = fd;
 	s->is_unix = is_unix;
 	session_ident(s);
-	s->store = agent_store_create(agent_cfg.root_fd, &w->ring,
-				      &s->ident);
+	s->store = agent_store_new(agent_backend, &w->ring, &s->ident);
 	if (!s->store)
 		goto out_free;
 	s->xsrv = bcp_xsrv_create(agent_batch_xfer_done, s);

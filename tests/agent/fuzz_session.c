@@ -45,6 +45,7 @@
 #include "bcp_auth.h"
 #include "bcp_xfer_srv.h"
 #include "fuzz_session.h"
+#include "store.h"
 
 #define FZS_WAIT_MS	10000		/* for any answer: more is a hang */
 #define FZS_FSIZE_MAX	(16ull << 20)	/* RLIMIT_FSIZE: bounds the disk */
@@ -259,9 +260,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		fz_die("mkdir %s: %s", fz_root, strerror(errno));
 	atexit(fz_cleanup);
 	agent_cfg.root = fz_root;
-	agent_cfg.root_fd = open(fz_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (agent_cfg.root_fd < 0)
+	if (agent_posix_open(fz_root, &agent_backend) < 0)
 		fz_die("open %s: %s", fz_root, strerror(errno));
+	agent_cfg.root_fd = agent_backend->root_fd;
 
 	/* regions: a memfd that may be sealed, as the host's are */
 	fz_memfd = memfd_create("bcf-fuzz-region",

@@ -1,0 +1,11 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Stop the daemons started by ceph-up.sh (by their PID files; clients first, mon last) and remove DIR.
+DIR=$(realpath -m "${1:?usage: $0 DIR}")
+for n in rgw.gw mds.a osd.0 mgr.x mon.a; do
+  f=$DIR/run/$n.pid; [ -f "$f" ] || continue; p=$(cat "$f")
+  kill "$p" 2>/dev/null
+  for i in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
+  kill -9 "$p" 2>/dev/null || true
+done
+rm -rf "$DIR"
