@@ -230,6 +230,49 @@ else
 	grep -q "^$E .*/nonexistent" "$tmp/out" ||
 		{ cat "$tmp/out"; fail "cephfs bad conf: does not name the file"; }
 	[ $((t1 - t0)) -le 10 ] || fail "cephfs bad conf: $((t1 - t0)) s"
+	# with a cluster (tests/ceph/ceph-up.sh prints CEPH_CONF and
+	# CEPH_FS): --watch yes is refused, auto serves without watching,
+	# and /healthz asks the store
+	if [ -n "${CEPH_CONF:-}" ] && [ -r "$CEPH_CONF" ]; then
+		cs="cephfs:/,conf=$CEPH_CONF${CEPH_FS:+,fs=$CEPH_FS}"
+		timeout 60 "$agent" --store "$cs" --watch yes \
+			--listen "unix:$tmp/c" --foreground > "$tmp/out" 2>&1
+		rc=$?
+		[ $rc -eq 1 ] || { cat "$tmp/out"; fail "cephfs --watch yes: exit $rc"; }
+		[ "$(grep -c "^$E" "$tmp/out")" -eq 1 ] &&
+			grep -q "(--watch yes): only a posix store can be watched" \
+				"$tmp/out" ||
+			{ cat "$tmp/out"; fail "cephfs --watch yes: not one line"; }
+		rm -f "$tmp/cready"
+		exec 3> "$tmp/cready"
+		"$agent" --store "$cs" --listen "unix:$tmp/c" --foreground \
+			--ready-fd 3 --workers 1 --queue-depth 4 \
+			--metrics-listen 127.0.0.1:0 > "$tmp/out" 2>&1 &
+		pid=$!
+		exec 3>&-
+		i=0
+		while [ $i -lt 300 ] && ! grep -q ready "$tmp/cready"; do
+			sleep 0.1; i=$((i+1))
+		done
+		grep -q ready "$tmp/cready" ||
+			{ kill $pid; cat "$tmp/out"; fail "cephfs: not ready"; }
+		grep -q "not watching cephfs:" "$tmp/out" ||
+			{ kill $pid; cat "$tmp/out"; fail "cephfs: watch auto not off"; }
+		port=$(sed -n 's|.*metrics on http://127.0.0.1:\([0-9]*\)/metrics.*|\1|p' \
+			"$tmp/out")
+		st=$(python3 "$top_srcdir/tests/fs/metrics-http.py" status \
+			"http://127.0.0.1:$port/healthz")
+		kill -TERM $pid
+		wait $pid
+		rc=$?
+		[ "$st" = 200 ] || { cat "$tmp/out"; fail "cephfs: /healthz $st"; }
+		[ $rc -eq 0 ] || { cat "$tmp/out"; fail "cephfs: exit $rc"; }
+		if grep -q error "$tmp/out"; then
+			cat "$tmp/out"; fail "cephfs: error in log"
+		fi
+	else
+		echo "no CEPH_CONF: not serving a cephfs store"
+	fi
 fi
 
 # too little locked memory for the staging slots: one line naming
