@@ -1804,7 +1804,8 @@ int main(int argc, char **argv)
 		goto out_listeners;
 	}
 	agent_info("serving %s with %u worker(s), %u slots of %u bytes each",
-		   agent_backend->desc, agent_cfg.workers, agent_cfg.queue_depth,
+		   agent_backend->desc, agent_cfg.workers,
+		   agent_cfg.queue_depth,
 		   agent_cfg.slot_size);
 	main_ready(daemon_fd);
 	main_loop(sfd);
