@@ -49,7 +49,7 @@ enum agent_meta_io {
 };
 
 struct agent_config {
-	char *root;			/* posix store: its directory, or NULL */
+	char *root;			/* posix store: its dir, or NULL */
 	char *listen[AGENT_LISTEN_MAX];
 	unsigned int nlisten;
 	char *secret_file;
