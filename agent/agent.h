@@ -49,7 +49,7 @@ enum agent_meta_io {
 };
 
 struct agent_config {
-	char *root;
+	char *root;			/* posix store: its dir, or NULL */
 	char *listen[AGENT_LISTEN_MAX];
 	unsigned int nlisten;
 	char *secret_file;
@@ -82,13 +82,15 @@ struct agent_config {
 	unsigned int handshake_ms;	/* connect .. AUTH done */
 	unsigned int xfer_timeout_ms;	/* one transfer on a data connection */
 	unsigned int pool_threads;	/* blocking pool (pool.c) */
+	unsigned int store_timeout_s;	/* opening the store at start-up */
 	/* resuming (resume.h) */
 	char *state_dir;		/* NULL: AGENT_STATE_DIR; "none" */
 	unsigned int fd_cache;		/* node descriptors a session caches */
 	/* derived */
 	uint8_t *secret;		/* NULL: the empty secret */
 	size_t secret_len;
-	int root_fd;			/* O_PATH of the data root */
+	int root_fd;			/* posix store: O_PATH of its root;
+					 * -1 for a store without one */
 };
 
 extern struct agent_config agent_cfg;

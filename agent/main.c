@@ -8,7 +8,11 @@
  * the next worker, a DATA_ATTACH goes to the worker of the session it names;
  * a connection that says nothing is dropped after a timeout.  SIGTERM or
  * SIGINT: stop accepting, let the workers finish what is in flight, sync
- * the data root, print the summary and exit 0.
+ * the store, print the summary and exit 0.
+ *
+ * The store (--store, or --root DIR for posix:DIR) is opened before the
+ * workers start and closed after they stopped, so that a wrong cluster
+ * configuration fails at start-up with one line, not at the first request.
  */
 #include "config.h"
 
@@ -73,6 +77,7 @@ struct agent_config agent_cfg = {
 	.handshake_ms = 5000,
 	.xfer_timeout_ms = 30000,
 	.pool_threads = 4,
+	.store_timeout_s = 30,
 };
 
 /* What agent_cfg starts as; SIGHUP starts again from it. */
@@ -104,10 +109,21 @@ static unsigned int nlisteners;
 static struct main_pending pending[MAIN_PENDING_MAX];
 
 static const char usage_text[] =
-"Usage: bluecache-agent --root DIR [OPTION]...\n"
-"Serve the objects under DIR to bluecachefs hosts over the BCP protocol.\n"
+"Usage: bluecache-agent --store SPEC [OPTION]...\n"
+"  or:  bluecache-agent --root DIR [OPTION]...\n"
+"Serve the objects of a store to bluecachefs hosts over the BCP protocol.\n"
 "\n"
-"  -r, --root DIR            data root: every object lives beneath it\n"
+"      --store SPEC          where the objects live (see STORES in the man\n"
+"                            page): posix:DIR, a directory, or\n"
+"                            cephfs:[PATH][,conf=FILE][,id=NAME][,fs=NAME],\n"
+"                            a CephFS (PATH default /, conf default\n"
+"                            $CEPH_CONF or /etc/ceph/ceph.conf, id default\n"
+"                            admin, fs default the cluster's default)\n"
+"  -r, --root DIR            short for --store posix:DIR: every object\n"
+"                            lives beneath DIR\n"
+"      --store-timeout SECONDS\n"
+"                            how long opening the store may wait for its\n"
+"                            cluster at start-up (default 30)\n"
 "  -l, --listen ADDR         tcp://ADDR[:PORT] or unix:PATH; may be repeated\n"
 "                            (default tcp://127.0.0.1:18517)\n"
 "  -s, --secret-file FILE    pre-shared secret (mode 0600); required to\n"
@@ -143,7 +159,8 @@ static const char usage_text[] =
 "      --watch MODE          tell hosts what other processes on this machine\n"
 "                            change beneath DIR (fanotify): auto (when the\n"
 "                            agent has CAP_SYS_ADMIN, the default), yes\n"
-"                            (do not start without it) or no\n"
+"                            (do not start without it) or no; posix\n"
+"                            stores only (auto is no for cephfs)\n"
 "\n"
 "Identity and limits (see doc/security.md):\n"
 "      --squash MODE         tcp/rdma hosts: none, root (ids 0 become the\n"
@@ -222,6 +239,8 @@ static const struct option main_opts[] = {
 	{ "state-dir", required_argument, NULL, 1023 },
 	{ "fd-cache", required_argument, NULL, 1024 },
 	{ "watch", required_argument, NULL, 1025 },
+	{ "store", required_argument, NULL, 1026 },
+	{ "store-timeout", required_argument, NULL, 1027 },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
@@ -324,6 +343,8 @@ static const struct main_num main_nums[] = {
 	  "0..3600000 ms, 0 = never" },
 	{ "pool-threads", 1, 64, 0, 0, MAIN_OFF(pool_threads), "1..64" },
 	{ "fd-cache", 8, 1u << 20, 0, 0, MAIN_OFF(fd_cache), "8..1048576" },
+	{ "store-timeout", 1, 3600, 0, 0, MAIN_OFF(store_timeout_s),
+	  "1..3600 seconds" },
 };
 
 /*
@@ -338,6 +359,11 @@ struct main_cfg {
 	char *sock_group;		/* --socket-group, or NULL */
 	int sock_mode;			/* --socket-mode, or -1 */
 	int watch;			/* enum agent_watch_mode */
+	char *store;			/* the store's spec, as given (root =
+					 * DIR: "posix:DIR"), or NULL */
+	struct agent_store_spec spec;	/* store, parsed */
+	const char *store_key[2];	/* "root" or "store", the last set on
+					 * the command line [0], in files [1] */
 };
 
 static struct main_cfg main_cfg = { .a = &agent_cfg, .sock_mode = -1 };
@@ -367,6 +393,53 @@ main_bad(const char *fmt, ...)
 	va_end(ap);
 }
 
+/*
+ * root = DIR is short for store = posix:DIR.  Both in one place (on the
+ * command line, or in the files) is refused, since which was meant is
+ * unclear; the command line's either overrides the file's.
+ */
+static int main_set_store(struct main_cfg *c, const char *key,
+			  const char *val, int from_file)
+{
+	const char *other = c->store_key[from_file];
+	struct agent_store_spec sp;
+	char err[256], *spec;
+	int is_root = !strcmp(key, "root");
+
+	if (other && strcmp(other, key)) {
+		if (from_file)
+			main_bad("root and store both set: root = DIR is "
+				 "short for store = posix:DIR; keep one");
+		else
+			main_bad("--root and --store both given: --root DIR "
+				 "is short for --store posix:DIR; give one");
+		return -EINVAL;
+	}
+	if (is_root && !val[0]) {
+		main_bad("invalid value '' for root: expected a directory");
+		return -EINVAL;
+	}
+	if (is_root ? asprintf(&spec, "posix:%s", val) < 0 :
+		      !(spec = strdup(val))) {
+		main_bad("%s: out of memory", key);
+		return -EINVAL;
+	}
+	if (agent_store_spec_parse(spec, &sp, err, sizeof(err)) < 0) {
+		main_bad("%s", err);
+		free(spec);
+		return -EINVAL;
+	}
+	agent_store_spec_free(&c->spec);
+	c->spec = sp;
+	free(c->store);
+	c->store = spec;
+	/* the posix directory, for what needs one (NULL for cephfs) */
+	free(c->a->root);
+	c->a->root = sp.kind == AGENT_STORE_POSIX ? strdup(sp.path) : NULL;
+	c->store_key[from_file] = is_root ? "root" : "store";
+	return 0;
+}
+
 /* One option from the command line or the config file.  0 or -EINVAL. */
 static int main_set(struct main_cfg *c, const char *key, const char *val,
 		    int from_file)
@@ -391,9 +464,8 @@ static int main_set(struct main_cfg *c, const char *key, const char *val,
 			*(unsigned int *)((char *)a + n->off) = (unsigned int)v;
 		return 0;
 	}
-	if (!strcmp(key, "root")) {
-		free(a->root);
-		a->root = strdup(val);
+	if (!strcmp(key, "root") || !strcmp(key, "store")) {
+		return main_set_store(c, key, val, from_file);
 	} else if (!strcmp(key, "listen")) {
 		if (a->nlisten >= AGENT_LISTEN_MAX) {
 			main_bad("too many listen addresses (at most %d)",
@@ -649,6 +721,8 @@ static int main_parse(struct main_cfg *cf, int argc, char **argv)
 		case 1023: key = "state-dir"; break;
 		case 1024: key = "fd-cache"; break;
 		case 1025: key = "watch"; break;
+		case 1026: key = "store"; break;
+		case 1027: key = "store-timeout"; break;
 		default:
 			fputs("Try 'bluecache-agent --help'.\n", stderr);
 			return -EINVAL;
@@ -661,8 +735,9 @@ static int main_parse(struct main_cfg *cf, int argc, char **argv)
 			  argv[optind]);
 		return -EINVAL;
 	}
-	if (!a->root) {
-		agent_err("no data root: pass --root DIR (see --help)");
+	if (!cf->store) {
+		agent_err("no store: pass --store SPEC or --root DIR (see "
+			  "--help)");
 		return -EINVAL;
 	}
 	if (!a->nlisten)
@@ -856,7 +931,7 @@ static int main_listen(void)
 				  "write %s; give a secret with --secret-file "
 				  "FILE (mode 0600, the same on the hosts), or "
 				  "listen on a loopback address or a unix "
-				  "socket", s, agent_cfg.root);
+				  "socket", s, agent_backend->desc);
 			return -EACCES;
 		}
 		if (a.family == AF_UNIX) {
@@ -1298,6 +1373,8 @@ static void main_cfg_free(struct main_cfg *c)
 	unsigned int i;
 
 	free(c->a->root);
+	free(c->store);
+	agent_store_spec_free(&c->spec);
 	for (i = 0; i < c->a->nlisten; i++)
 		free(c->a->listen[i]);
 	free(c->a->secret_file);
@@ -1332,7 +1409,8 @@ static void main_reload_fixed(const struct main_cfg *n, char *buf,
 						"%s%s", len ? ", " : "", \
 						name);			\
 	} while (0)
-	FIXED(main_str_differ(o->root, a->root), "root");
+	FIXED(main_str_differ(main_cfg.store, n->store), "store");
+	FIXED(o->store_timeout_s != a->store_timeout_s, "store-timeout");
 	FIXED(listen, "listen");
 	FIXED(main_str_differ(o->rdma_listen, a->rdma_listen),
 	      "rdma-listen");
@@ -1644,7 +1722,10 @@ int main(int argc, char **argv)
 		agent_err("%s", err);
 		return 1;
 	}
-	if (agent_posix_open(agent_cfg.root, &agent_backend) < 0)
+	/* every kind of store fails here with one line (logged) */
+	if (agent_backend_open(&main_cfg.spec,
+			       agent_cfg.store_timeout_s * 1000u,
+			       &agent_backend) < 0)
 		return 1;
 	agent_cfg.root_fd = agent_backend->root_fd;
 	ret = main_state_dir(state, sizeof(state));
@@ -1714,7 +1795,7 @@ int main(int argc, char **argv)
 		}
 	}
 	/* after the workers: what it sees goes to their sessions */
-	ret = agent_watch_start(agent_cfg.root_fd, agent_cfg.root,
+	ret = agent_watch_start(agent_cfg.root_fd, agent_backend->desc,
 				(enum agent_watch_mode)main_cfg.watch);
 	if (ret < 0) {
 		agent_metrics_stop();
@@ -1723,7 +1804,8 @@ int main(int argc, char **argv)
 		goto out_listeners;
 	}
 	agent_info("serving %s with %u worker(s), %u slots of %u bytes each",
-		   agent_cfg.root, agent_cfg.workers, agent_cfg.queue_depth,
+		   agent_backend->desc, agent_cfg.workers,
+		   agent_cfg.queue_depth,
 		   agent_cfg.slot_size);
 	main_ready(daemon_fd);
 	main_loop(sfd);

@@ -10,6 +10,12 @@
  * each closed after METRICS_TIMEOUT_S idle seconds, with a small memory
  * pool each.  Only bluecache-agent links this file (the tests and the
  * fuzzer run workers without an endpoint).
+ *
+ * /healthz asks the store whether it answers: a posix store with fstat()
+ * of its root; a store without a root descriptor (cephfs, whose statfs
+ * may wait for the cluster) with its statfs on a thread of its own, one at
+ * a time, waited for at most METRICS_PROBE_MS: an unreachable cluster
+ * makes /healthz say so soon, and never stalls /metrics for long.
  */
 #include "config.h"
 
@@ -19,20 +25,37 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
 #include <microhttpd.h>
 
+#include "store.h"
 #include "worker_i.h"
 
 #define METRICS_CONN_MAX	32	/* scrapers connected at once */
 #define METRICS_TIMEOUT_S	5	/* an idle scraper is closed */
 #define METRICS_STALL_NS	5000000000ull /* /healthz: a worker's loop */
+#define METRICS_PROBE_MS	2000	/* /healthz: waiting for the store */
+#define METRICS_PROBE_AGE_NS	1000000000ull /* a probe's answer reused */
 
 static struct MHD_Daemon *metrics_mhd;
 static int metrics_fd = -1;
 /* 1 from start to stop: /healthz answers 200 only then */
 static int metrics_serving;
+
+/* The store's statfs for /healthz (a store without a root descriptor). */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t done;		/* running went 0 (CLOCK_MONOTONIC) */
+	/* under lock: */
+	int running;			/* the thread is in statfs */
+	int joinable;			/* a thread to join before the next */
+	int ret;			/* the last probe's result */
+	uint64_t t_done;		/* when it ended, agent_now_ns() */
+	pthread_t thread;
+} probe = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static const char *const xport_names[AGENT_XPORT_MAX] = {
 	"shm", "tcp", "rdma",
@@ -215,18 +238,99 @@ static void metrics_render(FILE *f)
 	metrics_render_stages(f, ws, n);
 }
 
+static void *metrics_probe_main(void *arg)
+{
+	struct bcp_statfs_rep rep;
+	int ret;
+
+	(void)arg;
+	ret = agent_backend->ops->statfs(agent_backend, &rep);
+	pthread_mutex_lock(&probe.lock);
+	probe.ret = ret;
+	probe.t_done = agent_now_ns();
+	probe.running = 0;
+	pthread_cond_broadcast(&probe.done);
+	pthread_mutex_unlock(&probe.lock);
+	return NULL;
+}
+
+/*
+ * The store's statfs: a fresh answer, or the last one when it is recent.
+ * NULL when it answered, else why not.
+ */
+static const char *metrics_probe_store(void)
+{
+	struct timespec until;
+	const char *why = NULL;
+
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += METRICS_PROBE_MS / 1000;
+	until.tv_nsec += (METRICS_PROBE_MS % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&probe.lock);
+	if (!probe.running &&
+	    (!probe.t_done ||
+	     agent_now_ns() - probe.t_done > METRICS_PROBE_AGE_NS)) {
+		if (probe.joinable)
+			pthread_join(probe.thread, NULL);
+		probe.joinable = 0;
+		probe.running = 1;
+		if (pthread_create(&probe.thread, NULL, metrics_probe_main,
+				   NULL)) {
+			probe.running = 0;
+			why = "cannot ask the store";
+			goto out_unlock;
+		}
+		probe.joinable = 1;
+	}
+	while (probe.running &&
+	       pthread_cond_timedwait(&probe.done, &probe.lock, &until) == 0)
+		;
+	if (probe.running)
+		why = "the store does not answer";
+	else if (probe.ret < 0)
+		why = "the store is unreachable";
+out_unlock:
+	pthread_mutex_unlock(&probe.lock);
+	return why;
+}
+
+/* metrics_stop: no probe outlives the store (closed after this). */
+static void metrics_probe_stop(void)
+{
+	pthread_mutex_lock(&probe.lock);
+	if (probe.joinable) {
+		pthread_mutex_unlock(&probe.lock);
+		pthread_join(probe.thread, NULL);
+		pthread_mutex_lock(&probe.lock);
+		probe.joinable = 0;
+	}
+	probe.t_done = 0;
+	pthread_mutex_unlock(&probe.lock);
+}
+
 /* NULL when the agent can serve, else why not. */
 static const char *metrics_unhealthy(void)
 {
 	uint64_t now = agent_now_ns();
 	struct agent_worker *w;
+	const char *why;
 	struct stat st;
 	unsigned int i;
 
 	if (!__atomic_load_n(&metrics_serving, __ATOMIC_ACQUIRE))
 		return "stopping";
-	if (fstat(agent_cfg.root_fd, &st) < 0)
-		return "data root unreachable";
+	if (agent_cfg.root_fd >= 0) {
+		if (fstat(agent_cfg.root_fd, &st) < 0)
+			return "data root unreachable";
+	} else {
+		why = metrics_probe_store();
+		if (why)
+			return why;
+	}
 	for (i = 0; (w = agent_worker_nth(i)); i++) {
 		/* an idle loop wakes every 200 ms and publishes */
 		if (now - agent_ctr_get(&w->metrics.t_pub) > METRICS_STALL_NS &&
@@ -333,6 +437,14 @@ int agent_metrics_start(const char *addr)
 		return metrics_fd;
 	}
 	port = bcp_addr_bound_port(metrics_fd);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&probe.done, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	__atomic_store_n(&metrics_serving, 1, __ATOMIC_RELEASE);
 	metrics_mhd = MHD_start_daemon(
 		MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG, 0, NULL,
@@ -361,6 +473,7 @@ void agent_metrics_stop(void)
 	if (metrics_mhd)
 		MHD_stop_daemon(metrics_mhd);
 	metrics_mhd = NULL;
+	metrics_probe_stop();
 	if (metrics_fd >= 0)
 		close(metrics_fd);
 	metrics_fd = -1;

@@ -50,7 +50,7 @@
 #define RES_RC_FILE		"reply-cache"
 #define RES_FID_FORMAT		1
 #define RES_FH_MAX		40	/* f_handle bytes a fid holds */
-#define RES_FID_MAC_OFF		48
+#define RES_FID_MAC_OFF		AGENT_FID_MAC_OFF
 #define RES_FID_MAC_LEN		16
 #define RES_LABEL_FID		"bcp-fid"
 
@@ -387,7 +387,12 @@ int agent_resume_init(const char *dir, int root_fd)
 		if (ret < 0)
 			return ret;
 	}
-	res_probe_handles(root_fd);
+	/*
+	 * A store without a local root (cephfs) names its objects itself:
+	 * its fids are its own, and nothing here opens by handle.
+	 */
+	if (root_fd >= 0)
+		res_probe_handles(root_fd);
 	res.ready = 1;
 	return 0;
 }
@@ -499,6 +504,48 @@ int agent_fid_open(const uint8_t fid[BCP_FID_LEN], int flags)
 	if (fd < 0)
 		return errno == ENOENT || errno == ESTALE ? -ESTALE : -errno;
 	return fd;
+}
+
+/*
+ * A store's own fids share the key but not the label, so that no posix
+ * fid ever passes as one, nor the other way round.
+ */
+#define RES_LABEL_STORE_FID	"bcp-store-fid"
+
+static int res_store_mac(const void *bind, size_t blen,
+			 const uint8_t fid[BCP_FID_LEN],
+			 uint8_t mac[BCP_MAC_LEN])
+{
+	if (!res.ready)
+		return -EOPNOTSUPP;
+	return bcp_auth_mac(res.key, sizeof(res.key), RES_LABEL_STORE_FID,
+			    bind, blen, fid, AGENT_FID_MAC_OFF, mac);
+}
+
+int agent_fid_store_seal(const void *bind, size_t blen,
+			 uint8_t fid[BCP_FID_LEN])
+{
+	uint8_t mac[BCP_MAC_LEN];
+	int ret;
+
+	ret = res_store_mac(bind, blen, fid, mac);
+	if (ret < 0)
+		return ret;
+	memcpy(fid + AGENT_FID_MAC_OFF, mac, BCP_FID_LEN - AGENT_FID_MAC_OFF);
+	return 0;
+}
+
+int agent_fid_store_check(const void *bind, size_t blen,
+			  const uint8_t fid[BCP_FID_LEN])
+{
+	uint8_t mac[BCP_MAC_LEN];
+
+	if (res_store_mac(bind, blen, fid, mac) < 0)
+		return -ESTALE;
+	if (!res_mac_equal(mac, fid + AGENT_FID_MAC_OFF,
+			   BCP_FID_LEN - AGENT_FID_MAC_OFF))
+		return -ESTALE;
+	return 0;
 }
 
 /* The reply cache. */

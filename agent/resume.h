@@ -23,9 +23,12 @@
 #include "bcp_wire.h"
 
 /*
- * Start-up (main.c), after the data root is open: dir is the state
- * directory or "none".  Logs one error line and returns -errno when the
- * directory, the key or the cache file is unusable.
+ * Start-up (main.c), after the store is open: dir is the state directory
+ * or "none"; root_fd the posix store's root, or -1 for a store without
+ * one (cephfs), whose fids are its own: then agent_resume_handles() is 0,
+ * agent_fid_seal() and agent_fid_open() name nothing, and only the key
+ * and the reply cache are set up.  Logs one error line and returns
+ * -errno when the directory, the key or the cache file is unusable.
  */
 int agent_resume_init(const char *dir, int root_fd);
 void agent_resume_fini(void);
@@ -54,6 +57,22 @@ int agent_fid_zero(const uint8_t fid[BCP_FID_LEN]);
  * root) or the object is gone, or another -errno.
  */
 int agent_fid_open(const uint8_t fid[BCP_FID_LEN], int flags);
+
+/*
+ * For a store that names its objects itself (root_fd -1 at
+ * agent_resume_init(), cephfs): the store fills fid[0..47] with what
+ * finds the object again, and these seal fid[48..63] with a MAC over
+ * those bytes and bind (what the fids are valid for: the file system's
+ * id and the served path, so that a fid of another export fails), made
+ * with the handle key, which lasts as long as the state directory.  A
+ * host cannot forge a fid that passes.  seal: 0 or -EOPNOTSUPP (before
+ * agent_resume_init()); check, in constant time: 0 or -ESTALE.
+ */
+#define AGENT_FID_MAC_OFF	48
+int agent_fid_store_seal(const void *bind, size_t blen,
+			 uint8_t fid[BCP_FID_LEN]);
+int agent_fid_store_check(const void *bind, size_t blen,
+			  const uint8_t fid[BCP_FID_LEN]);
 
 /*
  * The reply cache, keyed by (client id, req_id).  A state is found only

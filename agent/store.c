@@ -60,7 +60,7 @@ int agent_store_spec_parse(const char *spec, struct agent_store_spec *out,
 			   char *err, size_t errlen)
 {
 	struct agent_store_spec sp = { 0 };
-	char *copy, *opt, *save = NULL;
+	char *copy, *opt, *next;
 	const char *rest;
 	int ret = 0, first = 1;
 
@@ -88,9 +88,26 @@ int agent_store_spec_parse(const char *spec, struct agent_store_spec *out,
 	copy = strdup(rest);
 	if (!copy)
 		return -ENOMEM;
-	/* the first field is the path unless it is an option */
-	for (opt = strtok_r(copy, ",", &save); opt && !ret;
-	     opt = strtok_r(NULL, ",", &save), first = 0) {
+	/*
+	 * The first field is the path unless it is an option.  An empty
+	 * field is refused (not skipped): "cephfs:/a,,id=x" is a typo.
+	 */
+	for (next = copy; *rest && next && !ret; first = 0) {
+		opt = strsep(&next, ",");
+		if (!*opt && !(first && next)) {
+			snprintf(err, errlen, "store cephfs: an empty field "
+				 "in '%s'", rest);
+			ret = -EINVAL;
+			break;
+		}
+		if (!*opt)
+			continue;	/* "cephfs:,conf=F": the default path */
+		if (!first && opt[0] == '/') {
+			snprintf(err, errlen, "store cephfs: the path '%s' "
+				 "must come first", opt);
+			ret = -EINVAL;
+			break;
+		}
 		if (first && !strchr(opt, '=')) {
 			if (opt[0] != '/') {
 				snprintf(err, errlen, "store cephfs: the path "

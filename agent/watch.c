@@ -560,6 +560,16 @@ int agent_watch_start(int root_fd, const char *root,
 			   "timeout ends", root);
 		return 0;
 	}
+	/* fanotify sees one machine's file system, not a cluster's */
+	if (root_fd < 0 && mode == AGENT_WATCH_YES) {
+		agent_err("cannot watch %s (--watch yes): only a posix store "
+			  "can be watched; use --watch auto or no", root);
+		return -EOPNOTSUPP;
+	}
+	if (root_fd < 0) {
+		agent_info("not watching %s: not a posix store", root);
+		return 0;
+	}
 	watch.pid = getpid();
 	watch.target_fid = 1;
 	watch.fan_fd = fanotify_init(base | FAN_REPORT_TARGET_FID,

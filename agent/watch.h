@@ -21,11 +21,13 @@ enum agent_watch_mode {
 
 /*
  * Start watching the data root root_fd (an O_PATH descriptor of the
- * directory named root, used in log lines) after the registry is up.
- * Returns 1 when watching; 0 when not (mode NO, or AUTO and the agent
- * cannot watch: one info line says why and what hosts are guaranteed
- * then); -errno when mode is YES and the agent cannot watch (one error
- * line says why).
+ * directory root names; root is the store's description, for log lines)
+ * after the registry is up.  root_fd -1 is a store without a local
+ * directory (cephfs), which cannot be watched: AUTO is NO then, and YES
+ * -EOPNOTSUPP.  Returns 1 when watching; 0 when not (mode NO, or AUTO and
+ * the agent cannot watch: one info line says why and what hosts are
+ * guaranteed then); -errno when mode is YES and the agent cannot watch
+ * (one error line says why).
  */
 int agent_watch_start(int root_fd, const char *root,
 		      enum agent_watch_mode mode);

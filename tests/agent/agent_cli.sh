@@ -3,7 +3,8 @@
 # bluecache-agent's command line: --help and the man page list the same
 # options, every key of the example configuration is an option, the
 # refusal to listen on a non-loopback address without a secret is clear,
-# and bad usage exits 2.
+# bad usage exits 2, and the store is named by --store, store = or --root,
+# each mistake in its spec refused with one line.
 set -u
 agent="$top_builddir/agent/bluecache-agent"
 man="$top_srcdir/doc/bluecache-agent.8"
@@ -142,6 +143,137 @@ exact 1 "$E cannot listen on unix:$tmp/regular: $tmp/regular exists and is not a
 [ -f "$tmp/regular" ] || fail "a regular file at the socket path was removed"
 exact 2 "$E invalid value '0999' for socket-mode: expected an octal mode from 0 to 0777" \
 	--root "$tmp/root" --socket-mode 0999
+
+# the store: --store SPEC, store = SPEC, --root DIR as the short form
+exact 2 "$E --root and --store both given: --root DIR is short for --store posix:DIR; give one" \
+	--root "$tmp/root" --store "posix:$tmp/root"
+exact 2 "$E --root and --store both given: --root DIR is short for --store posix:DIR; give one" \
+	--store "posix:$tmp/root" --root "$tmp/root"
+exact 2 "$E store 'bogus:x': expected posix:DIR or cephfs:[PATH][,conf=FILE][,id=NAME][,fs=NAME]" \
+	--store bogus:x
+exact 2 "$E store posix: needs a directory (posix:DIR)" --store posix:
+exact 2 "$E store cephfs: the path 'relative' must be absolute" \
+	--store cephfs:relative
+exact 2 "$E store cephfs: an empty field in '/a,,id=x'" --store 'cephfs:/a,,id=x'
+exact 2 "$E store cephfs: an empty field in '/a,'" --store 'cephfs:/a,'
+exact 2 "$E store cephfs: the path '/a' must come first" \
+	--store 'cephfs:id=x,/a'
+exact 2 "$E store cephfs: unknown option 'key' (conf=, id=, fs=)" \
+	--store 'cephfs:/,key=x'
+exact 2 "$E store cephfs: id= given twice" --store 'cephfs:/,id=a,id=b'
+exact 2 "$E no store: pass --store SPEC or --root DIR (see --help)" \
+	--listen "unix:$tmp/x"
+exact 2 "$E invalid value '0' for store-timeout: expected 1..3600 seconds" \
+	--store "posix:$tmp/root" --store-timeout 0
+printf '[agent]\nroot = %s\nstore = posix:%s\n' "$tmp/root" "$tmp/root" \
+	> "$tmp/both.conf"
+exact 2 "$E configuration file $tmp/both.conf, line 3: root and store both set: root = DIR is short for store = posix:DIR; keep one" \
+	--config "$tmp/both.conf"
+printf '[agent]\nstore = cephfs:rel\n' > "$tmp/rel.conf"
+exact 2 "$E configuration file $tmp/rel.conf, line 2: store cephfs: the path 'rel' must be absolute" \
+	--config "$tmp/rel.conf"
+
+# serve ARGS...: the agent starts, says what it serves, stops on SIGTERM
+serve() {
+	want="$1"; shift
+	rm -f "$tmp/sready" "$tmp/ss"
+	exec 3> "$tmp/sready"
+	"$agent" "$@" --listen "unix:$tmp/ss" --foreground --ready-fd 3 \
+		--workers 1 --queue-depth 4 > "$tmp/out" 2>&1 &
+	pid=$!
+	exec 3>&-
+	i=0
+	while [ $i -lt 100 ] && ! grep -q ready "$tmp/sready"; do
+		sleep 0.1; i=$((i+1))
+	done
+	grep -q ready "$tmp/sready" ||
+		{ kill $pid; cat "$tmp/out"; fail "$*: not ready"; }
+	[ -S "$tmp/ss" ] || { kill $pid; fail "$*: no socket"; }
+	kill -TERM $pid
+	wait $pid
+	rc=$?
+	[ $rc -eq 0 ] || { cat "$tmp/out"; fail "$*: exit $rc after SIGTERM"; }
+	grep -q "serving $want with" "$tmp/out" ||
+		{ cat "$tmp/out"; fail "$*: does not say it serves $want"; }
+	if grep -q error "$tmp/out"; then cat "$tmp/out"; fail "$*: error in log"; fi
+}
+serve "$tmp/root" --store "posix:$tmp/root"
+serve "$tmp/root" --root "$tmp/root" --store-timeout 5
+printf '[agent]\nstore = posix:%s\n' "$tmp/root" > "$tmp/st.conf"
+serve "$tmp/root" --config "$tmp/st.conf"
+# the command line's --store or --root overrides the file's either
+mkdir "$tmp/root2"
+serve "$tmp/root2" --config "$tmp/st.conf" --root "$tmp/root2"
+printf '[agent]\nroot = %s\n' "$tmp/root" > "$tmp/rt.conf"
+serve "$tmp/root2" --config "$tmp/rt.conf" --store "posix:$tmp/root2"
+
+# cephfs: without libcephfs one line says so; with it, a cluster that
+# cannot be reached fails at start-up with one line, soon
+"$agent" --store cephfs: --listen "unix:$tmp/c" --foreground \
+	> "$tmp/out" 2>&1
+rc=$?
+if grep -q 'built without libcephfs' "$tmp/out"; then
+	[ $rc -eq 1 ] || { cat "$tmp/out"; fail "cephfs stub: exit $rc"; }
+	[ "$(cat "$tmp/out")" = "$E store cephfs: this bluecache-agent was built without libcephfs (configure --with-cephfs)" ] ||
+		{ cat "$tmp/out"; fail "cephfs stub: not one line"; }
+	echo "built without libcephfs: not checking a bad ceph.conf"
+else
+	t0=$(date +%s)
+	timeout 60 "$agent" --store 'cephfs:/,conf=/nonexistent' \
+		--store-timeout 5 --listen "unix:$tmp/c" --foreground \
+		> "$tmp/out" 2>&1
+	rc=$?
+	t1=$(date +%s)
+	[ $rc -eq 1 ] || { cat "$tmp/out"; fail "cephfs bad conf: exit $rc"; }
+	[ "$(wc -l < "$tmp/out")" -eq 1 ] ||
+		{ cat "$tmp/out"; fail "cephfs bad conf: not one line"; }
+	grep -q "^$E .*/nonexistent" "$tmp/out" ||
+		{ cat "$tmp/out"; fail "cephfs bad conf: does not name the file"; }
+	[ $((t1 - t0)) -le 10 ] || fail "cephfs bad conf: $((t1 - t0)) s"
+	# with a cluster (tests/ceph/ceph-up.sh prints CEPH_CONF and
+	# CEPH_FS): --watch yes is refused, auto serves without watching,
+	# and /healthz asks the store
+	if [ -n "${CEPH_CONF:-}" ] && [ -r "$CEPH_CONF" ]; then
+		cs="cephfs:/,conf=$CEPH_CONF${CEPH_FS:+,fs=$CEPH_FS}"
+		timeout 60 "$agent" --store "$cs" --watch yes \
+			--listen "unix:$tmp/c" --foreground > "$tmp/out" 2>&1
+		rc=$?
+		[ $rc -eq 1 ] || { cat "$tmp/out"; fail "cephfs --watch yes: exit $rc"; }
+		[ "$(grep -c "^$E" "$tmp/out")" -eq 1 ] &&
+			grep -q "(--watch yes): only a posix store can be watched" \
+				"$tmp/out" ||
+			{ cat "$tmp/out"; fail "cephfs --watch yes: not one line"; }
+		rm -f "$tmp/cready"
+		exec 3> "$tmp/cready"
+		"$agent" --store "$cs" --listen "unix:$tmp/c" --foreground \
+			--ready-fd 3 --workers 1 --queue-depth 4 \
+			--metrics-listen 127.0.0.1:0 > "$tmp/out" 2>&1 &
+		pid=$!
+		exec 3>&-
+		i=0
+		while [ $i -lt 300 ] && ! grep -q ready "$tmp/cready"; do
+			sleep 0.1; i=$((i+1))
+		done
+		grep -q ready "$tmp/cready" ||
+			{ kill $pid; cat "$tmp/out"; fail "cephfs: not ready"; }
+		grep -q "not watching cephfs:" "$tmp/out" ||
+			{ kill $pid; cat "$tmp/out"; fail "cephfs: watch auto not off"; }
+		port=$(sed -n 's|.*metrics on http://127.0.0.1:\([0-9]*\)/metrics.*|\1|p' \
+			"$tmp/out")
+		st=$(python3 "$top_srcdir/tests/fs/metrics-http.py" status \
+			"http://127.0.0.1:$port/healthz")
+		kill -TERM $pid
+		wait $pid
+		rc=$?
+		[ "$st" = 200 ] || { cat "$tmp/out"; fail "cephfs: /healthz $st"; }
+		[ $rc -eq 0 ] || { cat "$tmp/out"; fail "cephfs: exit $rc"; }
+		if grep -q error "$tmp/out"; then
+			cat "$tmp/out"; fail "cephfs: error in log"
+		fi
+	else
+		echo "no CEPH_CONF: not serving a cephfs store"
+	fi
+fi
 
 # too little locked memory for the staging slots: one line naming
 # RLIMIT_MEMLOCK (CAP_IPC_LOCK would lift the limit: drop it)
