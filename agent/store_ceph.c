@@ -1,0 +1,2556 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * store_ceph.c - the cephfs store of bluecache-agent (see store.h): the
+ * objects are the files of a CephFS, reached with libcephfs's low-level
+ * (ll, Inode-based) API, so a host sees a local filesystem while the DPU
+ * runs the Ceph client.
+ *
+ * The backend holds the one mount (struct ceph_mount_info) every session
+ * shares; the handle API is thread-safe.  A session's store keeps its own
+ * handle table (handle -> node: one Inode reference and the host's lookup
+ * count, one node per inode number unless REBIND installed a second) and
+ * its own open files (fh -> a Fh, or a directory stream).  Every call may
+ * wait for the cluster (AGENT_STORE_BLOCKING): the session runs them on
+ * the blocking pool, several at once, except those store.h marks
+ * "worker", which here never call into Ceph except ceph_ll_put(), which
+ * only drops a reference in the client's cache.
+ *
+ * Identity: the store acts on the CephFS as root (one UserPerm for the
+ * backend); the host's kernel checked permissions already.  What a host
+ * creates is given to its caller afterwards, as the session's identity
+ * policy maps the ids, exactly as the posix store does.
+ *
+ * Lifetimes: a node lives while the host holds lookups on it and while a
+ * call uses it (refs); the last reference puts its Inode.  An open file
+ * lives until RELEASE and until the last in-flight transfer or call drops
+ * its reference; closing a Fh may flush data (wait for the cluster), so
+ * the last reference hands the Fh to the backend's closer thread rather
+ * than close it on the worker.
+ *
+ * Lock order: a session's lock (ceph_store.lock), then a notify stripe
+ * lock (notify.h).  No lock of ours is held across a call into libcephfs
+ * but ceph_ll_put().  A directory's stream has its own lock (one READDIR
+ * at a time on one fh), taken with no other lock held.
+ *
+ * Not done: changes made by another Ceph client (a second agent on the
+ * same CephFS) are not notified to this agent's sessions.  libcephfs's
+ * ceph_ll_register_callbacks() (ino_cb, dentry_cb) could feed
+ * agent_notify_external(); until it does, hosts see such changes when
+ * their attribute and entry timeouts expire.
+ */
+/* libcephfs.h refuses a 32-bit off_t (its readdir offsets are 64-bit) */
+#define _FILE_OFFSET_BITS 64
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
+
+#include <cephfs/libcephfs.h>
+
+#include "notify.h"
+#include "store.h"
+
+#define CS_BUCKETS_MIN		1024	/* doubled as nodes outnumber them */
+#define CS_COPY_MAX		(64ull << 20)	/* per COPY_FILE_RANGE */
+#define CS_COPY_BUF		(1u << 20)	/* bytes moved per read/write */
+#define CS_FID_FORMAT		0xc1	/* fid[0] of a cephfs fid */
+#define CS_FID_TAG_OFF		8	/* 16 bytes naming the CephFS */
+#define CS_FID_INO_OFF		24	/* 8 bytes, little-endian */
+#define CS_WANT			(CEPH_STATX_BASIC_STATS)
+
+/* ---- the backend: one mount for the agent ---- */
+
+/* A Fh or a directory stream whose last user is gone, to be closed. */
+struct cs_close {
+	struct cs_close *next;
+	struct Fh *fh;
+	struct ceph_dir_result *dir;
+};
+
+struct ceph_backend {
+	struct agent_backend base;	/* first */
+	struct ceph_mount_info *cm;
+	UserPerm *perms;		/* root: the host checked already */
+	uint64_t dev;			/* notify objects are (dev, ino) */
+	uint8_t tag[16];		/* names this CephFS in fids */
+	/*
+	 * The closer: Fhs and directory streams closed off the worker.
+	 * Under close_lock: close_head, close_stop.
+	 */
+	pthread_t closer;
+	pthread_mutex_t close_lock;
+	pthread_cond_t close_cond;
+	struct cs_close *close_head;
+	int close_stop;
+};
+
+static void *cs_closer_main(void *arg)
+{
+	struct ceph_backend *cb = arg;
+	struct cs_close *c;
+
+	pthread_mutex_lock(&cb->close_lock);
+	for (;;) {
+		while (!cb->close_head && !cb->close_stop)
+			pthread_cond_wait(&cb->close_cond, &cb->close_lock);
+		c = cb->close_head;
+		if (!c)
+			break;		/* stopping, and drained */
+		cb->close_head = c->next;
+		pthread_mutex_unlock(&cb->close_lock);
+		if (c->fh)
+			ceph_ll_close(cb->cm, c->fh);
+		if (c->dir)
+			ceph_ll_releasedir(cb->cm, c->dir);
+		free(c);
+		pthread_mutex_lock(&cb->close_lock);
+	}
+	pthread_mutex_unlock(&cb->close_lock);
+	return NULL;
+}
+
+/*
+ * Close fh or dir on the closer (never blocks the caller).  Out of
+ * memory: close here, which may wait, rather than leak a capability.
+ */
+static void cs_close_later(struct ceph_backend *cb, struct Fh *fh,
+			   struct ceph_dir_result *dir)
+{
+	struct cs_close *c = malloc(sizeof(*c));
+
+	if (!c) {
+		if (fh)
+			ceph_ll_close(cb->cm, fh);
+		if (dir)
+			ceph_ll_releasedir(cb->cm, dir);
+		return;
+	}
+	c->fh = fh;
+	c->dir = dir;
+	pthread_mutex_lock(&cb->close_lock);
+	c->next = cb->close_head;
+	cb->close_head = c;
+	pthread_cond_signal(&cb->close_cond);
+	pthread_mutex_unlock(&cb->close_lock);
+}
+
+/* ---- a session's store ---- */
+
+struct ceph_node {
+	uint64_t handle;
+	uint64_t ino;
+	uint32_t mode;			/* S_IFMT bits */
+	Inode *in;			/* one reference, put with the node */
+	/* under the session's lock: */
+	uint64_t nlookup;
+	unsigned int refs;		/* 1 while in the tables + users */
+	int linked;			/* in the tables */
+	/*
+	 * A handle a host still holds for an object that is gone (its
+	 * REBIND found nothing): every request on it is ESTALE, but its
+	 * value is not handed out again until the host forgets it.  Only in
+	 * the by-handle table; in is NULL.
+	 */
+	int dead;
+	struct ceph_node *hnext;	/* by handle */
+	struct ceph_node *inext;	/* by ino */
+	/* registered while the session takes notifications (notify.h) */
+	struct agent_notify_hold hold;
+};
+
+/*
+ * An open file.  Batches and pool calls hold pointers to it while they
+ * run, so it never moves: an array of fixed chunks that only grows.
+ * Under the session's lock: used, closing, refs, gen, next_free.  fh,
+ * dir and node are set when it opens and stay until its last reference
+ * is gone.
+ */
+struct agent_file {
+	int used;
+	int isdir;
+	int closing;			/* RELEASE seen */
+	unsigned int refs;		/* 1 for the fh + in-flight users */
+	struct Fh *fh;			/* a regular file */
+	struct ceph_dir_result *dir;	/* a directory */
+	struct ceph_node *node;		/* referenced while open */
+	pthread_mutex_t dlock;		/* one READDIR at a time on dir */
+	int dlock_init;
+	uint32_t gen;
+	uint32_t idx;
+	uint32_t next_free;
+};
+
+#define FILE_CHUNK	64
+#define FILE_NONE	UINT32_MAX
+
+struct ceph_store {
+	struct agent_store base;	/* first */
+	struct ceph_backend *cb;
+	struct ceph_mount_info *cm;
+	const struct agent_ident *ident;
+	uint64_t root_handle;
+	pthread_mutex_t lock;		/* everything below */
+	struct ceph_node *root;
+	uint64_t next_handle;
+	uint64_t nnodes;
+	struct ceph_node **by_handle;
+	struct ceph_node **by_ino;
+	size_t nbuckets;		/* a power of two */
+	struct agent_file **chunks;
+	uint32_t nfiles, nchunks, free_head, live_files;
+	/* set once by notify_start (the worker), read by publishers */
+	struct agent_notify_sess *ns;
+};
+
+static unsigned int cs_max_handles(void)
+{
+	return agent_cfg.max_handles ? agent_cfg.max_handles :
+				       AGENT_HANDLES_MAX;
+}
+
+static unsigned int cs_max_files(void)
+{
+	return agent_cfg.max_files ? agent_cfg.max_files : AGENT_FILES_MAX;
+}
+
+static struct agent_file *cs_file_at(const struct ceph_store *s, uint32_t idx)
+{
+	return &s->chunks[idx / FILE_CHUNK][idx % FILE_CHUNK];
+}
+
+static size_t cs_hash(const struct ceph_store *s, uint64_t v)
+{
+	v ^= v >> 33;
+	v *= 0xff51afd7ed558ccdull;
+	v ^= v >> 33;
+	return (size_t)(v & (s->nbuckets - 1));
+}
+
+/* The id the session may store for uid (and gid): its squash policy. */
+static uint32_t cs_map_id(const struct ceph_store *s, uint32_t id, int gid)
+{
+	const struct agent_ident *in = s->ident;
+	uint32_t anon = gid ? in->anon_gid : in->anon_uid;
+
+	if (id == (uint32_t)-1)
+		return id;
+	switch (in->squash) {
+	case AGENT_SQUASH_ALL:
+		return anon;
+	case AGENT_SQUASH_ROOT:
+		return id == 0 ? anon : id;
+	default:
+		return id;
+	}
+}
+
+/* Copy a name into a C string after checking it again at this boundary. */
+static int cs_name(const char *name, size_t len, char out[256])
+{
+	enum bcp_err why;
+	int ret;
+
+	ret = bcp_name_check(name, len, &why);
+	if (ret < 0)
+		return ret;
+	memcpy(out, name, len);
+	out[len] = '\0';
+	return 0;
+}
+
+static struct agent_obj cs_obj(const struct ceph_store *s, uint64_t ino)
+{
+	struct agent_obj o = { s->cb->dev, ino };
+
+	return o;
+}
+
+static void cs_pub_inode(struct ceph_store *s, uint64_t ino, int64_t off,
+			 int64_t len)
+{
+	struct agent_change c = {
+		.kind = BCP_NOTIFY_INODE, .obj = cs_obj(s, ino),
+		.offset = off, .length = len,
+	};
+
+	agent_notify_publish(s->ns, &c);
+}
+
+/* name in parent changed: ENTRY (obj, when known, too) or DELETE. */
+static void cs_pub_name(struct ceph_store *s, uint32_t kind,
+			const struct ceph_node *parent, const char *name,
+			uint64_t ino)
+{
+	struct agent_change c = {
+		.kind = kind, .parent = cs_obj(s, parent->ino),
+		.name = name, .len = strlen(name),
+	};
+
+	if (ino)
+		c.obj = cs_obj(s, ino);
+	agent_notify_publish(s->ns, &c);
+}
+
+/*
+ * What name in parent is before it is removed or replaced: *ino 0 when
+ * nobody may care or it is not there.
+ */
+static void cs_pub_peek(struct ceph_store *s, const struct ceph_node *parent,
+			const char *name, uint64_t *ino, uint32_t *nlink)
+{
+	struct ceph_statx x;
+	Inode *in;
+
+	*ino = 0;
+	*nlink = 0;
+	if (!agent_notify_wanted(s->ns) ||
+	    ceph_ll_lookup(s->cm, parent->in, name, &in, &x,
+			   CEPH_STATX_INO | CEPH_STATX_MODE |
+			   CEPH_STATX_NLINK, AT_SYMLINK_NOFOLLOW,
+			   s->cb->perms) < 0)
+		return;
+	ceph_ll_put(s->cm, in);
+	*ino = x.stx_ino;
+	*nlink = S_ISDIR(x.stx_mode) ? 1 : x.stx_nlink;
+}
+
+/* A holder's kernel takes DELETE as the end of the object (store_posix.c). */
+static void cs_pub_gone(struct ceph_store *s, const struct ceph_node *parent,
+			const char *name, uint64_t ino, uint32_t nlink)
+{
+	cs_pub_name(s, nlink == 1 ? BCP_NOTIFY_DELETE : BCP_NOTIFY_ENTRY,
+		    parent, name, ino);
+}
+
+static void cs_attr_fill(const struct ceph_statx *x, struct bcp_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->ino = x->stx_ino;
+	a->size = x->stx_size;
+	a->blocks = x->stx_blocks;
+	a->atime = x->stx_atime.tv_sec;
+	a->atime_nsec = x->stx_atime.tv_nsec;
+	a->mtime = x->stx_mtime.tv_sec;
+	a->mtime_nsec = x->stx_mtime.tv_nsec;
+	a->ctime = x->stx_ctime.tv_sec;
+	a->ctime_nsec = x->stx_ctime.tv_nsec;
+	a->mode = x->stx_mode;
+	a->nlink = x->stx_nlink;
+	a->uid = x->stx_uid;
+	a->gid = x->stx_gid;
+	a->blksize = x->stx_blksize;
+	a->rdev = x->stx_rdev;
+}
+
+/* fid: format, tag of this CephFS, inode number; the rest zeros. */
+static void cs_fid_make(const struct ceph_store *s, uint64_t ino,
+			uint8_t fid[BCP_FID_LEN])
+{
+	unsigned int i;
+
+	memset(fid, 0, BCP_FID_LEN);
+	fid[0] = CS_FID_FORMAT;
+	memcpy(fid + CS_FID_TAG_OFF, s->cb->tag, sizeof(s->cb->tag));
+	for (i = 0; i < 8; i++)
+		fid[CS_FID_INO_OFF + i] = (uint8_t)(ino >> (8 * i));
+}
+
+/* The inode number a fid of this CephFS names, or 0. */
+static uint64_t cs_fid_ino(const struct ceph_store *s,
+			   const uint8_t fid[BCP_FID_LEN])
+{
+	uint8_t want[BCP_FID_LEN];
+	uint64_t ino = 0;
+	unsigned int i;
+
+	for (i = 0; i < 8; i++)
+		ino |= (uint64_t)fid[CS_FID_INO_OFF + i] << (8 * i);
+	if (!ino)
+		return 0;
+	cs_fid_make(s, ino, want);
+	return memcmp(want, fid, BCP_FID_LEN) ? 0 : ino;
+}
+
+static void cs_entry_fill(const struct ceph_store *s,
+			  const struct ceph_node *n, const struct ceph_statx *x,
+			  struct bcp_entry *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->handle = n->handle;
+	cs_attr_fill(x, &out->attr);
+	cs_fid_make(s, n->ino, out->fid);
+}
+
+/* ---- the handle table (all under s->lock) ---- */
+
+static struct ceph_node *cs_node_any(struct ceph_store *s, uint64_t handle)
+{
+	struct ceph_node *n;
+
+	for (n = s->by_handle[cs_hash(s, handle)]; n; n = n->hnext)
+		if (n->handle == handle)
+			return n;
+	return NULL;
+}
+
+static void cs_hash_grow(struct ceph_store *s)
+{
+	struct ceph_node **bh, **bi, *n, *next;
+	size_t old = s->nbuckets, i, b;
+
+	if (s->nnodes < 2 * old || old >= ((size_t)1 << 28))
+		return;
+	bh = calloc(old * 2, sizeof(*bh));
+	bi = calloc(old * 2, sizeof(*bi));
+	if (!bh || !bi) {
+		free(bh);
+		free(bi);
+		return;
+	}
+	s->nbuckets = old * 2;
+	for (i = 0; i < old; i++) {
+		for (n = s->by_handle[i]; n; n = next) {
+			next = n->hnext;
+			b = cs_hash(s, n->handle);
+			n->hnext = bh[b];
+			bh[b] = n;
+		}
+		for (n = s->by_ino[i]; n; n = next) {
+			next = n->inext;
+			b = cs_hash(s, n->ino);
+			n->inext = bi[b];
+			bi[b] = n;
+		}
+	}
+	free(s->by_handle);
+	free(s->by_ino);
+	s->by_handle = bh;
+	s->by_ino = bi;
+}
+
+static uint64_t cs_handle_next(struct ceph_store *s)
+{
+	while (s->next_handle < 2 || cs_node_any(s, s->next_handle))
+		s->next_handle++;
+	return s->next_handle++;
+}
+
+static void cs_node_link(struct ceph_store *s, struct ceph_node *n)
+{
+	size_t b;
+
+	b = cs_hash(s, n->handle);
+	n->hnext = s->by_handle[b];
+	s->by_handle[b] = n;
+	if (!n->dead) {
+		b = cs_hash(s, n->ino);
+		n->inext = s->by_ino[b];
+		s->by_ino[b] = n;
+		if (s->ns)
+			agent_notify_hold(&n->hold, s->ns, cs_obj(s, n->ino),
+					  n->handle);
+	}
+	n->linked = 1;
+	s->nnodes++;
+	cs_hash_grow(s);
+}
+
+static void cs_node_unlink(struct ceph_store *s, struct ceph_node *n)
+{
+	struct ceph_node **pp;
+
+	for (pp = &s->by_handle[cs_hash(s, n->handle)]; *pp;
+	     pp = &(*pp)->hnext) {
+		if (*pp == n) {
+			*pp = n->hnext;
+			break;
+		}
+	}
+	for (pp = n->dead ? NULL : &s->by_ino[cs_hash(s, n->ino)];
+	     pp && *pp; pp = &(*pp)->inext) {
+		if (*pp == n) {
+			*pp = n->inext;
+			break;
+		}
+	}
+	agent_notify_unhold(&n->hold);
+	n->linked = 0;
+	s->nnodes--;
+}
+
+/* Drop a reference taken under s->lock; the last one puts the Inode. */
+static int cs_node_unref_locked(struct ceph_node *n)
+{
+	return --n->refs == 0;
+}
+
+static void cs_node_free(struct ceph_store *s, struct ceph_node *n)
+{
+	if (n->in)
+		ceph_ll_put(s->cm, n->in);
+	free(n);
+}
+
+static void cs_node_put(struct ceph_store *s, struct ceph_node *n)
+{
+	int last;
+
+	if (!n)
+		return;
+	pthread_mutex_lock(&s->lock);
+	last = cs_node_unref_locked(n);
+	pthread_mutex_unlock(&s->lock);
+	if (last)
+		cs_node_free(s, n);
+}
+
+/*
+ * The live node under handle, referenced for the call (cs_node_put()),
+ * or NULL: ESTALE to the host.
+ */
+static struct ceph_node *cs_node_get(struct ceph_store *s, uint64_t handle)
+{
+	struct ceph_node *n;
+
+	pthread_mutex_lock(&s->lock);
+	n = cs_node_any(s, handle);
+	if (n && n->dead)
+		n = NULL;
+	if (n)
+		n->refs++;
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
+/* A referenced directory node, or -errno. */
+static int cs_dir_get(struct ceph_store *s, uint64_t handle,
+		      struct ceph_node **out)
+{
+	struct ceph_node *n = cs_node_get(s, handle);
+
+	if (!n)
+		return -ESTALE;
+	if (n->mode != S_IFDIR) {
+		cs_node_put(s, n);
+		return -ENOTDIR;
+	}
+	*out = n;
+	return 0;
+}
+
+/*
+ * Take a lookup reference on in (whose Ceph reference moves here): the
+ * node that has its inode number already, or a new one.  handle: 0 for
+ * a new value, or the value to install (REBIND, which always makes a new
+ * node).  With out, the entry; with nout, the node, referenced.
+ */
+static int cs_node_add(struct ceph_store *s, Inode *in,
+		       const struct ceph_statx *x, uint64_t handle,
+		       uint64_t nlookup, struct bcp_entry *out,
+		       struct ceph_node **nout)
+{
+	struct ceph_node *n = NULL, *fresh;
+
+	fresh = calloc(1, sizeof(*fresh));
+	pthread_mutex_lock(&s->lock);
+	if (!handle) {
+		for (n = s->by_ino[cs_hash(s, x->stx_ino)]; n; n = n->inext)
+			if (n->ino == x->stx_ino)
+				break;
+	}
+	if (n) {
+		n->nlookup += nlookup;
+	} else {
+		if (!fresh || s->nnodes >= cs_max_handles()) {
+			pthread_mutex_unlock(&s->lock);
+			if (fresh)
+				agent_warn_rl("handle limit (%u per session) "
+					      "reached", cs_max_handles());
+			free(fresh);
+			ceph_ll_put(s->cm, in);
+			return fresh ? -ENFILE : -ENOMEM;
+		}
+		n = fresh;
+		fresh = NULL;
+		n->in = in;
+		in = NULL;
+		n->ino = x->stx_ino;
+		n->mode = x->stx_mode & S_IFMT;
+		n->handle = handle ? handle : cs_handle_next(s);
+		n->nlookup = nlookup;
+		n->refs = 1;
+		cs_node_link(s, n);
+	}
+	if (out)
+		cs_entry_fill(s, n, x, out);
+	if (nout) {
+		n->refs++;
+		*nout = n;
+	}
+	pthread_mutex_unlock(&s->lock);
+	free(fresh);
+	if (in)
+		ceph_ll_put(s->cm, in);
+	return 0;
+}
+
+/* Keep handle (held nlookup times) from naming anything again. */
+static void cs_node_bury(struct ceph_store *s, uint64_t handle,
+			 uint64_t nlookup)
+{
+	struct ceph_node *n;
+
+	if (s->nnodes >= cs_max_handles())
+		return;
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return;
+	n->handle = handle;
+	n->nlookup = nlookup;
+	n->refs = 1;
+	n->dead = 1;
+	cs_node_link(s, n);
+}
+
+static const struct agent_store_ops cfs_ops;
+static void cfs_forget_handle(struct ceph_store *s, uint64_t handle,
+			       uint64_t nlookup);
+
+static struct agent_store *cfs_session(struct agent_backend *b,
+					struct agent_ring *r,
+					const struct agent_ident *id)
+{
+	struct ceph_backend *cb = (struct ceph_backend *)b;
+	struct ceph_store *s;
+	struct ceph_statx x;
+	Inode *in;
+	int ret;
+
+	(void)r;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->base.ops = &cfs_ops;
+	s->base.flags = AGENT_STORE_BLOCKING;
+	s->cb = cb;
+	s->cm = cb->cm;
+	s->ident = id;
+	s->next_handle = 2;	/* 0 = none, 1 = the FUSE root nodeid */
+	s->free_head = FILE_NONE;
+	s->nbuckets = CS_BUCKETS_MIN;
+	pthread_mutex_init(&s->lock, NULL);
+	s->by_handle = calloc(s->nbuckets, sizeof(*s->by_handle));
+	s->by_ino = calloc(s->nbuckets, sizeof(*s->by_ino));
+	if (!s->by_handle || !s->by_ino)
+		goto out_free;
+	ret = ceph_ll_lookup_root(s->cm, &in);
+	if (ret == 0) {
+		ret = ceph_ll_getattr(s->cm, in, &x, CS_WANT,
+				      AT_SYMLINK_NOFOLLOW, cb->perms);
+		if (ret < 0)
+			ceph_ll_put(s->cm, in);
+	}
+	if (ret == 0)
+		ret = cs_node_add(s, in, &x, 0, 1, NULL, &s->root);
+	if (ret < 0) {
+		agent_err("store %s: the root: %s", b->desc, strerror(-ret));
+		goto out_free;
+	}
+	/* the root is never forgotten: the session's reference keeps it */
+	s->root_handle = s->root->handle;
+	return &s->base;
+
+out_free:
+	free(s->by_handle);
+	free(s->by_ino);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+	return NULL;
+}
+
+static void cs_file_close(struct ceph_store *s, struct agent_file *f)
+{
+	cs_close_later(s->cb, f->fh, f->dir);
+	f->fh = NULL;
+	f->dir = NULL;
+}
+
+static void cfs_destroy(struct agent_store *bs)
+{
+	struct ceph_store *s = (struct ceph_store *)bs;
+	struct ceph_node *n;
+	unsigned int i;
+
+	if (!s)
+		return;
+	/* nothing runs for this session any more: no lock needed */
+	for (i = 0; i < s->nfiles; i++) {
+		struct agent_file *f = cs_file_at(s, i);
+
+		if (f->dlock_init)
+			pthread_mutex_destroy(&f->dlock);
+		if (!f->used)
+			continue;
+		cs_file_close(s, f);
+		/* a node the host forgot lives on only for its files */
+		if (cs_node_unref_locked(f->node))
+			cs_node_free(s, f->node);
+	}
+	for (i = 0; i < s->nchunks; i++)
+		free(s->chunks[i]);
+	free(s->chunks);
+	if (s->root)
+		s->root->refs--;	/* the session's own reference */
+	for (i = 0; i < s->nbuckets; i++) {
+		while ((n = s->by_handle[i])) {
+			cs_node_unlink(s, n);
+			cs_node_free(s, n);	/* the table's reference */
+		}
+	}
+	free(s->by_handle);
+	free(s->by_ino);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+static void cfs_notify_start(struct agent_store *bs,
+			      struct agent_notify_sess *ns)
+{
+	struct ceph_store *s = (struct ceph_store *)bs;
+	struct ceph_node *n;
+	size_t i;
+
+	pthread_mutex_lock(&s->lock);
+	if (!s->ns && ns) {
+		s->ns = ns;
+		for (i = 0; i < s->nbuckets; i++)
+			for (n = s->by_ino[i]; n; n = n->inext)
+				agent_notify_hold(&n->hold, ns,
+						  cs_obj(s, n->ino),
+						  n->handle);
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+static uint64_t cfs_root(const struct agent_store *bs)
+{
+	return ((const struct ceph_store *)bs)->root_handle;
+}
+
+static void cfs_counts(const struct agent_store *bs, uint64_t *handles,
+			uint64_t *files)
+{
+	struct ceph_store *s = (struct ceph_store *)bs;
+
+	pthread_mutex_lock(&s->lock);
+	*handles = s->nnodes;
+	*files = s->live_files;
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* Look name up in p and take a lookup reference on what is there. */
+static int cs_lookup_in(struct ceph_store *s, struct ceph_node *p,
+			const char *cname, struct bcp_entry *out,
+			struct ceph_node **nout)
+{
+	struct ceph_statx x;
+	Inode *in;
+	int ret;
+
+	ret = ceph_ll_lookup(s->cm, p->in, cname, &in, &x, CS_WANT,
+			     AT_SYMLINK_NOFOLLOW, s->cb->perms);
+	if (ret < 0)
+		return ret;
+	return cs_node_add(s, in, &x, 0, 1, out, nout);
+}
+
+static int cfs_lookup(struct agent_store *bs, uint64_t parent,
+		       const char *name, size_t len, struct bcp_entry *out)
+{
+	struct ceph_store *s = (struct ceph_store *)bs;
+	struct ceph_node *p;
+	char cname[256];
+	int ret;
+
+	ret = cs_name(name, len, cname);
+	if (ret < 0)
+		return ret;
+	ret = cs_dir_get(s, parent, &p);
+	if (ret < 0)
+		return ret;
+	ret = cs_lookup_in(s, p, cname, out, NULL);
+	cs_node_put(s, p);
+	return ret;
+}
+
+/* ---- open files ---- */
+
+/* The file behind an fh, referenced (cs_file_put()), or NULL. */
+static struct agent_file *cs_file_get(struct ceph_store *s, uint64_t fh,
+				      int dir)
+{
+	uint32_t idx = (uint32_t)(fh & 0xffffffffu);
+	struct agent_file *f = NULL;
+
+	pthread_mutex_lock(&s->lock);
+	if (idx && idx <= s->nfiles) {
+		f = cs_file_at(s, idx - 1);
+		if (!f->used || f->closing || f->gen != (uint32_t)(fh >> 32) ||
+		    (dir >= 0 && !!f->isdir != !!dir))
+			f = NULL;
+	}
+	if (f)
+		f->refs++;
+	pthread_mutex_unlock(&s->lock);
+	return f;
+}
+
+/* Why cs_file_get() found nothing: -EBADF, or the type's error. */
+static int cs_file_err(struct ceph_store *s, uint64_t fh, int dir)
+{
+	struct agent_file *f = cs_file_get(s, fh, -1);
+	int isdir;
+
+	if (!f)
+		return -EBADF;
+	isdir = f->isdir;
+	/* cs_file_put() needs no lookup here: drop it directly */
+	pthread_mutex_lock(&s->lock);
+	f->refs--;
+	pthread_mutex_unlock(&s->lock);
+	return isdir ? -EISDIR : dir ? -ENOTDIR : -EISDIR;
+}
+
+static void cs_file_put(struct ceph_store *s, struct agent_file *f)
+{
+	struct ceph_node *n = NULL;
+	struct Fh *fh = NULL;
+	struct ceph_dir_result *dir = NULL;
+	int last_node = 0;
+
+	pthread_mutex_lock(&s->lock);
+	if (--f->refs == 0) {
+		fh = f->fh;
+		dir = f->dir;
+		n = f->node;
+		f->fh = NULL;
+		f->dir = NULL;
+		f->node = NULL;
+		f->used = 0;
+		f->next_free = s->free_head;
+		s->free_head = f->idx;
+		s->live_files--;
+		last_node = cs_node_unref_locked(n);
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (fh || dir)
+		cs_close_later(s->cb, fh, dir);
+	if (last_node)
+		cs_node_free(s, n);
+}
+
+static int cs_file_grow(struct ceph_store *s)
+{
+	struct agent_file **nc, *c;
+
+	if (s->nfiles % FILE_CHUNK == 0 &&
+	    s->nfiles / FILE_CHUNK == s->nchunks) {
+		nc = realloc(s->chunks, (s->nchunks + 1) * sizeof(*nc));
+		if (!nc)
+			return -ENOMEM;
+		s->chunks = nc;
+		c = calloc(FILE_CHUNK, sizeof(*c));
+		if (!c)
+			return -ENOMEM;
+		s->chunks[s->nchunks++] = c;
+	}
+	return 0;
+}
+
+static int cs_file_extend(struct ceph_store *s, uint32_t idx)
+{
+	struct agent_file *f;
+	int ret;
+
+	while (s->nfiles <= idx) {
+		ret = cs_file_grow(s);
+		if (ret < 0)
+			return ret;
+		f = cs_file_at(s, s->nfiles);
+		f->idx = s->nfiles;
+		f->gen = 0;
+		f->next_free = s->free_head;
+		s->free_head = s->nfiles++;
+	}
+	return 0;
+}
+
+static int cs_file_claim(struct ceph_store *s, uint32_t idx)
+{
+	uint32_t *pp = &s->free_head;
+
+	while (*pp != FILE_NONE) {
+		if (*pp == idx) {
+			*pp = cs_file_at(s, idx)->next_free;
+			return 0;
+		}
+		pp = &cs_file_at(s, *pp)->next_free;
+	}
+	return -EEXIST;
+}
+
+/*
+ * A new fh for fh or dir (ownership moves here on success) on node n
+ * (referenced here for the file's life).  want: 0 for any slot, or the
+ * fh value to install (REOPEN).
+ */
+static int cs_file_new(struct ceph_store *s, struct Fh *cfh,
+		       struct ceph_dir_result *dir, struct ceph_node *n,
+		       uint64_t want, uint64_t *fh)
+{
+	struct agent_file *f;
+	uint32_t idx;
+	int ret = 0;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->live_files >= cs_max_files()) {
+		agent_warn_rl("open file limit (%u per session) reached",
+			      cs_max_files());
+		ret = -EMFILE;
+		goto out_unlock;
+	}
+	if (want) {
+		idx = (uint32_t)(want & 0xffffffffu) - 1;
+		ret = cs_file_extend(s, idx);
+		if (ret == 0)
+			ret = cs_file_claim(s, idx);
+		if (ret < 0)
+			goto out_unlock;
+		/* the gen++ below gives the fh its old generation */
+		cs_file_at(s, idx)->gen = (uint32_t)(want >> 32) - 1;
+	} else if (s->free_head != FILE_NONE) {
+		idx = s->free_head;
+		s->free_head = cs_file_at(s, idx)->next_free;
+	} else {
+		ret = cs_file_grow(s);
+		if (ret < 0)
+			goto out_unlock;
+		idx = s->nfiles++;
+		cs_file_at(s, idx)->gen = 0;
+	}
+	f = cs_file_at(s, idx);
+	if (!f->dlock_init) {
+		pthread_mutex_init(&f->dlock, NULL);
+		f->dlock_init = 1;
+	}
+	f->idx = idx;
+	f->used = 1;
+	f->isdir = !!dir;
+	f->fh = cfh;
+	f->dir = dir;
+	f->closing = 0;
+	f->node = n;
+	n->refs++;
+	f->refs = 1;
+	f->gen++;
+	if (f->gen == 0)
+		f->gen = 1;
+	f->next_free = FILE_NONE;
+	s->live_files++;
+	*fh = ((uint64_t)f->gen << 32) | (idx + 1);
+out_unlock:
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
+/* ---- metadata ---- */
+
+static int cfs_getattr(struct agent_store *bs, uint64_t handle, uint64_t fh,
+			struct bcp_attr *out)
+{
+	struct ceph_store *s = (struct ceph_store *)bs;
+	struct agent_file *f = NULL;
+	struct ceph_node *n;
+	struct ceph_statx x;
+	int ret;
+
+	if (fh) {
+		f = cs_file_get(s, fh, -1);
+		if (!f)
+			return -EBADF;
+		n = f->node;
+	} else {
+		n = cs_node_get(s, handle);
+		if (!n)
+			return -ESTALE;
+	}
+	ret = ceph_ll_getattr(s->cm, n->in, &x, CS_WANT, AT_SYMLINK_NOFOLLOW,
+			      s->cb->perms);
+	if (f)
+		cs_file_put(s, f);
+	else
+		cs_node_put(s, n);
+	if (ret < 0)
+		return ret;
+	cs_attr_fill(&x, out);
+	return 0;
+}
+
+static void cs_now(struct timespec *ts)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+}
+
+static int cs_setattr(struct ceph_store *s, struct ceph_node *n,
+		      const struct bcp_setattr_req *r)
+{
+	UserPerm *perms = s->cb->perms;
+	struct ceph_statx x, cur;
+	int mask, ret;
+
+	if (r->valid & ~BCP_SETATTR_ALL)
+		return -EINVAL;
+	if (r->fh) {
+		struct agent_file *f = cs_file_get(s, r->fh, -1);
+
+		if (!f)
+			return -EBADF;
+		cs_file_put(s, f);
+	}
+	/* owner first, then mode: as store_posix.c, a mode given is final */
+	if (r->valid & (BCP_SETATTR_UID | BCP_SETATTR_GID)) {
+		memset(&x, 0, sizeof(x));
+		mask = 0;
+		if (r->valid & BCP_SETATTR_UID) {
+			x.stx_uid = cs_map_id(s, r->uid, 0);
+			mask |= CEPH_SETATTR_UID;
+		}
+		if (r->valid & BCP_SETATTR_GID) {
+			x.stx_gid = cs_map_id(s, r->gid, 1);
+			mask |= CEPH_SETATTR_GID;
+		}
+		ret = ceph_ll_setattr(s->cm, n->in, &x, mask, perms);
+		if (ret < 0)
+			return ret;
+	}
+	if (r->valid & BCP_SETATTR_MODE) {
+		uint32_t mode = r->mode & 07777;
+
+		if (n->mode == S_IFLNK)
+			return -EOPNOTSUPP;
+		if (s->ident->squash != AGENT_SQUASH_NONE &&
+		    (mode & (S_ISUID | S_ISGID))) {
+			/* no set-ID-root program made by a squashed host */
+			ret = ceph_ll_getattr(s->cm, n->in, &cur, CS_WANT,
+					      AT_SYMLINK_NOFOLLOW, perms);
+			if (ret < 0)
+				return ret;
+			if (cur.stx_uid == 0)
+				mode &= ~(uint32_t)S_ISUID;
+			if (cur.stx_gid == 0)
+				mode &= ~(uint32_t)S_ISGID;
+		}
+		memset(&x, 0, sizeof(x));
+		x.stx_mode = (uint16_t)mode;
+		ret = ceph_ll_setattr(s->cm, n->in, &x, CEPH_SETATTR_MODE,
+				      perms);
+		if (ret < 0)
+			return ret;
+	}
+	if (r->valid == BCP_SETATTR_CTIME) {
+		memset(&x, 0, sizeof(x));
+		cs_now(&x.stx_ctime);
+		ret = ceph_ll_setattr(s->cm, n->in, &x, CEPH_SETATTR_CTIME,
+				      perms);
+		if (ret < 0)
+			return ret;
+	}
+	if (r->valid & BCP_SETATTR_SIZE) {
+		if (r->size > INT64_MAX)
+			return -EFBIG;
+		if (n->mode == S_IFDIR)
+			return -EISDIR;
+		if (n->mode != S_IFREG)
+			return -EINVAL;
+		memset(&x, 0, sizeof(x));
+		x.stx_size = r->size;
+		ret = ceph_ll_setattr(s->cm, n->in, &x, CEPH_SETATTR_SIZE,
+				      perms);
+		if (ret < 0)
+			return ret;
+	}
+	if (r->valid & (BCP_SETATTR_ATIME | BCP_SETATTR_MTIME |
+			BCP_SETATTR_ATIME_NOW | BCP_SETATTR_MTIME_NOW)) {
+		memset(&x, 0, sizeof(x));
+		mask = 0;
+		if (r->valid & BCP_SETATTR_ATIME_NOW) {
+			cs_now(&x.stx_atime);
+			mask |= CEPH_SETATTR_ATIME;
+		} else if (r->valid & BCP_SETATTR_ATIME) {
+			if (r->atime_nsec >= 1000000000u)
+				return -EINVAL;
+			x.stx_atime.tv_sec = (time_t)r->atime;
+			x.stx_atime.tv_nsec = r->atime_nsec;
+			mask |= CEPH_SETATTR_ATIME;
+		}
+		if (r->valid & BCP_SETATTR_MTIME_NOW) {
+			cs_now(&x.stx_mtime);
+			mask |= CEPH_SETATTR_MTIME;
+		} else if (r->valid & BCP_SETATTR_MTIME) {
+			if (r->mtime_nsec >= 1000000000u)
+				return -EINVAL;
+			x.stx_mtime.tv_sec = (time_t)r->mtime;
+			x.stx_mtime.tv_nsec = r->mtime_nsec;
+			mask |= CEPH_SETATTR_MTIME;
+		}
+		ret = ceph_ll_setattr(s->cm, n->in, &x, mask, perms);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+static int cfs_setattr(struct agent_store *bs,
+			const struct bcp_setattr_req *r, struct bcp_attr *out)
+{
+	struct ceph_store *s = (struct ceph_store *)bs;
+	struct ceph_node *n = cs_node_get(s, r->handle);
+	int ret;
+
+	if (!n)
+		return -ESTALE;
+	ret = cs_setattr(s, n, r);
+	if (ret == 0)
+		ret = cfs_getattr(bs, r->handle, 0, out);
+	/* even a failure may follow a step that was made (store_posix.c) */
+	cs_pub_inode(s, n->ino, ret == 0 && (r->valid & BCP_SETATTR_SIZE) ?
+		     (int64_t)r->size : -1, 0);
+	cs_node_put(s, n);
+	return ret;
+}
+
+/*
+ * Give a newly made object (in) to the caller, as the session's identity
+ * policy maps the ids.  In a set-group-ID directory it keeps the group the
+ * MDS gave it (the directory's).  A mode with set-ID bits is applied again
+ * after the owner (mode 0: a symlink).
+ */
+static int cs_own_new(struct ceph_store *s, struct ceph_node *parent,
+		      Inode *in, uint32_t uid, uint32_t gid, uint32_t mode)
+{
+	struct ceph_statx x;
+	int mask = CEPH_SETATTR_UID | CEPH_SETATTR_GID, ret;
+
+	ret = ceph_ll_getattr(s->cm, parent->in, &x, CEPH_STATX_MODE,
+			      AT_SYMLINK_NOFOLLOW, s->cb->perms);
+	if (ret < 0)
+		return ret;
+	if (x.stx_mode & S_ISGID)
+		mask &= ~CEPH_SETATTR_GID;
+	memset(&x, 0, sizeof(x));
+	x.stx_uid = cs_map_id(s, uid, 0);
+	x.stx_gid = cs_map_id(s, gid, 1);
+	if (x.stx_uid == (uint32_t)-1)
+		mask &= ~CEPH_SETATTR_UID;
+	if (x.stx_gid == (uint32_t)-1)
+		mask &= ~CEPH_SETATTR_GID;
+	if (mask) {
+		ret = ceph_ll_setattr(s->cm, in, &x, mask, s->cb->perms);
+		if (ret < 0)
+			return ret;
+	}
+	if (mode & (S_ISUID | S_ISGID)) {
+		memset(&x, 0, sizeof(x));
+		x.stx_mode = (uint16_t)(mode & 07777);
+		ret = ceph_ll_setattr(s->cm, in, &x, CEPH_SETATTR_MODE,
+				      s->cb->perms);
+	}
+	return ret;
+}
+
+/*
+ * O_* bits a host may ask for (store_posix.c says why not O_APPEND or
+ * O_NONBLOCK).
+ */
+#define CS_OPEN_FLAGS	(O_ACCMODE | O_TRUNC | O_SYNC | O_DSYNC)
+
+static int cs_type_err(uint32_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG:
+		return 0;
+	case S_IFDIR:
+		return -EISDIR;
+	case S_IFLNK:
+		return -ELOOP;
+	default:
+		return -ENXIO;
+	}
+}
+
+static int cfs_create_file(struct agent_store *bs,
+			    const struct bcp_create_req *r, const char *name,
+			    struct bcp_create_rep *out)
+{
+	struct ceph_store *s = (struct ceph_store *)bs;
+	uint32_t flags = r->flags & CS_OPEN_FLAGS;
+	uint32_t mode = (r->mode & ~r->umask) & 07777;
+	struct ceph_node *p, *n = NULL;
+	struct bcp_entry e;
+	struct ceph_statx x;
+	struct Fh *cfh = NULL;
+	char cname[256];
+	Inode *in;
+	uint64_t fh;
+	int ret, made = 0;
+
+	ret = cs_name(name, r->name_len, cname);
+	if (ret < 0)
+		return ret;
+	ret = cs_dir_get(s, r->parent, &p);
+	if (ret < 0)
+		return ret;
+	ret = ceph_ll_create(s->cm, p->in, cname, mode,
+			     (int)(flags | O_CREAT | O_EXCL | O_NOFOLLOW),
+			     &in, &cfh, &x, CS_WANT, 0, s->cb->perms);
+	if (ret == 0) {
+		made = 1;
+		ret = cs_own_new(s, p, in, r->uid, r->gid, mode);
+		if (ret == 0)
+			ret = ceph_ll_getattr(s->cm, in, &x, CS_WANT,
+					      AT_SYMLINK_NOFOLLOW,
+					      s->cb->perms);
+		if (ret < 0) {
+			ceph_ll_put(s->cm, in);
+			goto out_close;
+		}
+	} else if (ret == -EEXIST && !(r->flags & O_EXCL)) {
+		/* it exists: open what is there only if a regular file */
+		ret = ceph_ll_lookup(s->cm, p->in, cname, &in, &x, CS_WANT,
+				     AT_SYMLINK_NOFOLLOW, s->cb->perms);
+		if (ret < 0)
+			goto out_put;
+		ret = cs_type_err(x.stx_mode);
+		if (ret == 0)
+			ret = ceph_ll_open(s->cm, in, (int)flags, &cfh,
+					   s->cb->perms);
+		if (ret < 0) {
+			ceph_ll_put(s->cm, in);
+			goto out_put;
+		}
+	} else {
+		goto out_put;
+	}
+	ret = cs_node_add(s, in, &x, 0, 1, &e, &n);
+	if (ret < 0)
+		goto out_close;
+	/* the entry is there: it is news even if what follows fails */
+	if (made)
+		cs_pub_name(s, BCP_NOTIFY_ENTRY, p, cname, 0);
+	else if (flags & O_TRUNC)
+		cs_pub_inode(s, n->ino, 0, 0);
+	ret = cs_file_new(s, cfh, NULL, n, 0, &fh);
+	cs_node_put(s, n);
+	if (ret < 0) {
+		cfs_forget_handle(s, e.handle, 1);
+		goto out_close;
+	}
+	cs_node_put(s, p);
+	memset(out, 0, sizeof(*out));
+	out->entry = e;
+	out->fh = fh;
+	if (made)
+		out->open_flags = BCP_OPEN_CREATED;
+	return 0;
+
+out_close:
+	if (cfh)
+		cs_close_later(s->cb, cfh, NULL);
+out_put:
+	cs_node_put(s, p);
+	return ret;
+}
+
+/*
+ * After making cname (in: its reference moves here) in p: give it to the
+ * caller and take a lookup reference.
+ */
+static int cs_made(struct ceph_store *s, struct ceph_node *p,
+		   const char *cname, Inode *in, uint32_t uid, uint32_t gid,
+		   uint32_t mode, struct bcp_entry *out)
+{
+	struct ceph_statx x;
+	int ret;
+
+	/* the name is made: news for the directory's holders */
+	cs_pub_name(s, BCP_NOTIFY_ENTRY, p, cname, 0);
+	ret = cs_own_new(s, p, in, uid, gid, mode);
+	if (ret == 0)
+		ret = ceph_ll_getattr(s->cm, in, &x, CS_WANT,
+				      AT_SYMLINK_NOFOLLOW, s->cb->perms);
+	if (ret < 0) {
+		ceph_ll_put(s->cm, in);
+		return ret;
+	}
+	return cs_node_add(s, in, &x, 0, 1, out, NULL);
+}
+
+static int cfs_mkdir(struct agent_store *bs, const struct bcp_mkdir_req *r,
+		      const char *name, struct bcp_entry *out)
+{
+	struct ceph_store *s = (struct ceph_store *)bs;
+	uint32_t mode = (r->mode & ~r->umask) & 07777;
+	struct ceph_node *p;
+	struct ceph_statx x;
+	char cname[256];
+	Inode *in;
+	int ret;
+
+	ret = cs_name(name, r->name_len, cname);
+	if (ret < 0)
+		return ret;
+	ret = cs_dir_get(s, r->parent, &p);
+	if (ret < 0)
+		return ret;
+	ret = ceph_ll_mkdir(s->cm, p->in, cname, mode, &in, &x, 0, 0,
+			    s->cb->perms);
+	if (ret == 0)
+		ret = cs_made(s, p, cname, in, r->uid, r->gid, mode, out);
+	cs_node_put(s, p);
+	return ret;
+}
+
+static int cfs_mknod(struct agent_store *bs, const struct bcp_mknod_req *r,
+		      const char *name, struct bcp_entry *out)
+{
+	struct ceph_store *s = (struct ceph_store *)bs;
+	uint32_t mode = (r->mode & ~r->umask) & 07777;
+	struct ceph_node *p;
+	struct ceph_statx x;
+	char cname[256];
+	Inode *in;
+	int ret;
+
+	ret = cs_name(name, r->name_len, cname);
+	if (ret < 0)
+		return ret;
+	switch (r->mode & S_IFMT) {
+	case S_IFREG: case S_IFIFO: case S_IFSOCK:
+		break;
+	case S_IFCHR: case S_IFBLK:
+		if (!s->ident->allow_devices)
+			return -EPERM;
+		break;
+	case S_IFDIR: case S_IFLNK:
+		return -EPERM;
+	default:
+		return -EINVAL;
+	}
+	ret = cs_dir_get(s, r->parent, &p);
+	if (ret < 0)
+		return ret;
+	ret = ceph_ll_mknod(s->cm, p->in, cname, (r->mode & S_IFMT) | mode,
+			    (dev_t)r->rdev, &in, &x, 0, 0, s->cb->perms);
+	if (ret == 0)
+		ret = cs_made(s, p, cname, in, r->uid, r->gid, mode, out);
+	cs_node_put(s, p);
+	return ret;
+}
+
+static int cfs_symlink(struct agent_store *bs,
+			const struct bcp_symlink_req *r, const char *name,
+			const char *target, struct bcp_entry *out)
+{
+	struct ceph_store *s = (struct ceph_store *)bs;
+	struct ceph_node *p;
+	struct ceph_statx x;
+	char cname[256];
+	Inode *in;
+	char *t;
+	int ret;
+
+	ret = cs_name(name, r->name_len, cname);
+	if (ret < 0)
+		return ret;
+	if (r->target_len == 0 || r->target_len > BCP_SYMLINK_MAX ||
+	    memchr(target, '\0', r->target_len))
+		return -EINVAL;
+	t = strndup(target, r->target_len);
+	if (!t)
+		return -ENOMEM;
+	ret = cs_dir_get(s, r->parent, &p);
+	if (ret == 0) {
+		ret = ceph_ll_symlink(s->cm, p->in, cname, t, &in, &x, 0, 0,
+				      s->cb->perms);
+		if (ret == 0)
+			ret = cs_made(s, p, cname, in, r->uid, r->gid, 0,
+				      out);
+		cs_node_put(s, p);
+	}
+	free(t);
+	return ret;
+}
+
+static int cfs_readlink(struct agent_store *bs, uint64_t handle, char *buf,
+			 size_t cap)
+{
+	struct ceph_store *s = (struct ceph_store *)bs;
+	struct ceph_node *n = cs_node_get(s, handle);
+	int ret;
+
+	if (!n)
+		return -ESTALE;
+	if (n->mode != S_IFLNK)
+		ret = -EINVAL;
+	else
+		ret = ceph_ll_readlink(s->cm, n->in, buf, cap, s->cb->perms);
+	cs_node_put(s, n);
+	return ret;
+}
+
+static int cfs_link(struct agent_store *bs, const struct bcp_link_req *r,
+		     const char *name, struct bcp_entry *out)
+{
+	struct ceph_store *s = (struct ceph_store *)bs;
+	struct ceph_node *n, *p;
+	char cname[256];
+	int ret;
+
+	ret = cs_name(name, r->name_len, cname);
+	if (ret < 0)
+		return ret;
+	n = cs_node_get(s, r->handle);
+	if (!n)
+		return -ESTALE;
+	if (n->mode == S_IFDIR) {
+		cs_node_put(s, n);
+		return -EPERM;
+	}
+	ret = cs_dir_get(s, r->newparent, &p);
+	if (ret < 0) {
+		cs_node_put(s, n);
+		return ret;
+	}
+	ret = ceph_ll_link(s->cm, n->in, p->in, cname, s->cb->perms);
+	if (ret == 0) {
+		/* a new name, and the object's link count */
+		cs_pub_name(s, BCP_NOTIFY_ENTRY, p, cname, n->ino);
+		ret = cs_lookup_in(s, p, cname, out, NULL);
+	}
+	cs_node_put(s, p);
+	cs_node_put(s, n);
+	return ret;
+}
+
+static int cfs_unlink(struct agent_store *bs, uint64_t parent,
+		       const char *name, size_t len, int rmdir)
+{
+	struct ceph_store *s = (struct ceph_store *)bs;
+	struct ceph_node *p;
+	char cname[256];
+	uint64_t child;
+	uint32_t nlink;
+	int ret;
+
+	ret = cs_name(name, len, cname);
+	if (ret < 0)
+		return ret;
+	ret = cs_dir_get(s, parent, &p);
+	if (ret < 0)
+		return ret;
+	cs_pub_peek(s, p, cname, &child, &nlink);
+	if (rmdir)
+		ret = ceph_ll_rmdir(s->cm, p->in, cname, s->cb->perms);
+	else
+		ret = ceph_ll_unlink(s->cm, p->in, cname, s->cb->perms);
+	if (ret == 0)
+		cs_pub_gone(s, p, cname, child, nlink);
+	cs_node_put(s, p);
+	return ret;
+}
+
+static int cfs_rename(struct agent_store *bs, const struct bcp_rename_req *r,
+		       const char *name, const char *newname)
+{
+	struct ceph_store *s = (struct ceph_store *)bs;
+	struct ceph_node *p, *np;
+	char cname[256], cnew[256];
+	uint64_t moved, target;
+	uint32_t nlink, tlink;
+	struct ceph_statx x;
+	Inode *in;
+	int ret;
+
+	if (r->flags & ~(BCP_RENAME_NOREPLACE | BCP_RENAME_EXCHANGE) ||
+	    r->flags == (BCP_RENAME_NOREPLACE | BCP_RENAME_EXCHANGE))
+		return -EINVAL;
+	/* libcephfs has no renameat2(): no atomic exchange */
+	if (r->flags & BCP_RENAME_EXCHANGE)
+		return -EINVAL;
+	ret = cs_name(name, r->name_len, cname);
+	if (ret < 0)
+		return ret;
+	ret = cs_name(newname, r->newname_len, cnew);
+	if (ret < 0)
+		return ret;
+	ret = cs_dir_get(s, r->parent, &p);
+	if (ret < 0)
+		return ret;
+	ret = cs_dir_get(s, r->newparent, &np);
+	if (ret < 0)
+		goto out_p;
+	if (r->flags & BCP_RENAME_NOREPLACE) {
+		/*
+		 * Check, then rename: another client may make the name in
+		 * between (libcephfs cannot refuse to replace); a host of
+		 * this agent cannot, its requests on np come one at a time
+		 * through its kernel's directory lock.
+		 */
+		ret = ceph_ll_lookup(s->cm, np->in, cnew, &in, &x, 0,
+				     AT_SYMLINK_NOFOLLOW, s->cb->perms);
+		if (ret == 0) {
+			ceph_ll_put(s->cm, in);
+			ret = -EEXIST;
+			goto out_np;
+		}
+		if (ret != -ENOENT)
+			goto out_np;
+	}
+	cs_pub_peek(s, p, cname, &moved, &nlink);
+	cs_pub_peek(s, np, cnew, &target, &tlink);
+	ret = ceph_ll_rename(s->cm, p->in, cname, np->in, cnew, s->cb->perms);
+	if (ret == 0) {
+		cs_pub_name(s, BCP_NOTIFY_ENTRY, p, cname, moved);
+		if (!target)
+			cs_pub_name(s, BCP_NOTIFY_ENTRY, np, cnew, 0);
+		else
+			cs_pub_gone(s, np, cnew, target, tlink);
+	}
+out_np:
+	cs_node_put(s, np);
+out_p:
+	cs_node_put(s, p);
+	return ret;
+}
+
+/* Open n as OPEN (flags) or OPENDIR does: a Fh or a directory stream. */
+static int cs_open_node(struct ceph_store *s, struct ceph_node *n,
+			uint32_t flags, int dir, struct Fh **cfh,
+			struct ceph_dir_result **cdir)
+{
+	*cfh = NULL;
+	*cdir = NULL;
+	if (dir && n->mode != S_IFDIR)
+		return -ENOTDIR;
+	if (!dir && n->mode != S_IFREG)
+		return cs_type_err(n->mode);
+	if (dir)
+		return ceph_ll_opendir(s->cm, n->in, cdir, s->cb->perms);
+	return ceph_ll_open(s->cm, n->in, (int)(flags & CS_OPEN_FLAGS), cfh,
+			    s->cb->perms);
+}
+
+static int cs_open(struct ceph_store *s, uint64_t handle, uint32_t flags,
+		   int dir, uint64_t want, struct bcp_open_rep *out)
+{
+	struct ceph_dir_result *cdir;
+	struct ceph_node *n;
+	struct Fh *cfh;
+	uint64_t fh;
+	int ret;
+
+	n = cs_node_get(s, handle);
+	if (!n)
+		return -ESTALE;
+	ret = cs_open_node(s, n, flags, dir, &cfh, &cdir);
+	if (ret < 0)
+		goto out_put;
+	if (!dir && (flags & O_TRUNC))
+		cs_pub_inode(s, n->ino, 0, 0);
+	ret = cs_file_new(s, cfh, cdir, n, want, &fh);
+	if (ret < 0) {
+		cs_close_later(s->cb, cfh, cdir);
+		goto out_put;
+	}
+	memset(out, 0, sizeof(*out));
+	out->fh = fh;
+out_put:
+	cs_node_put(s, n);
+	return ret;
+}
+
+static int cfs_open(struct agent_store *bs, uint64_t handle, uint32_t flags,
+		     int dir, struct bcp_open_rep *out)
+{
+	return cs_open((struct ceph_store *)bs, handle, flags, dir, 0, out);
+}
+
+static int cfs_reopen(struct agent_store *bs, const struct bcp_reopen_req *r,
+		       struct bcp_open_rep *out)
+{
+	struct ceph_store *s = (struct ceph_store *)bs;
+	uint32_t idx = (uint32_t)(r->fh & 0xffffffffu);
+	int used;
+
+	if (idx == 0 || (r->fh >> 32) == 0 || idx > cs_max_files() ||
+	    r->dir > 1)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	used = idx <= s->nfiles && cs_file_at(s, idx - 1)->used;
+	pthread_mutex_unlock(&s->lock);
+	if (used)
+		return -EEXIST;
+	/* what the first OPEN did is done: never truncate again; a
+	 * concurrent REOPEN of the same fh loses in cs_file_new() */
+	return cs_open(s, r->handle, r->flags & ~(uint32_t)O_TRUNC,
+		       (int)r->dir, r->fh, out);
+}
+
+static int cfs_release(struct agent_store *bs, uint64_t handle, uint64_t fh,
+			int dir)
+{
+	struct ceph_store *s = (struct ceph_store *)bs;
+	struct agent_file *f = cs_file_get(s, fh, dir);
+
+	(void)handle;
+	if (!f)
+		return cs_file_err(s, fh, dir);
+	pthread_mutex_lock(&s->lock);
+	f->closing = 1;
+	f->refs--;		/* the fh's own; ours goes below */
+	pthread_mutex_unlock(&s->lock);
+	cs_file_put(s, f);
+	return 0;
+}
+
+/* The Inode a fid names, referenced; -ESTALE when not ours or gone. */
+static int cs_fid_inode(struct ceph_store *s, const uint8_t fid[BCP_FID_LEN],
+			Inode **in, struct ceph_statx *x)
+{
+	inodeno_t ino = { cs_fid_ino(s, fid) };
+	int ret;
+
+	if (!ino.val)
+		return -ESTALE;
+	ret = ceph_ll_lookup_inode(s->cm, ino, in);
+	if (ret < 0)
+		return ret == -ENOMEM ? ret : -ESTALE;
+	ret = ceph_ll_getattr(s->cm, *in, x, CS_WANT, AT_SYMLINK_NOFOLLOW,
+			      s->cb->perms);
+	if (ret == 0 && x->stx_nlink == 0)
+		ret = -ESTALE;		/* unlinked, kept by another open */
+	if (ret < 0) {
+		ceph_ll_put(s->cm, *in);
+		return ret == -ENOMEM ? ret : -ESTALE;
+	}
+	return 0;
+}
+
+static int cfs_rebind(struct agent_store *bs, uint64_t handle,
+		       uint64_t nlookup, const uint8_t fid[BCP_FID_LEN])
+{
+	struct ceph_store *s = (struct ceph_store *)bs;
+	struct ceph_statx x;
+	struct ceph_node *n;
+	Inode *in;
+	int ret, found;
+
+	if (handle < 2 || nlookup == 0)
+		return -EINVAL;
+	pthread_mutex_lock(&s->lock);
+	n = cs_node_any(s, handle);
+	if (n && n->dead) {
+		n->nlookup = n->nlookup + nlookup < n->nlookup ?
+			     UINT64_MAX : n->nlookup + nlookup;
+		pthread_mutex_unlock(&s->lock);
+		return -ESTALE;
+	}
+	pthread_mutex_unlock(&s->lock);
+	found = cs_fid_inode(s, fid, &in, &x);
+	if (found == -ENOMEM)
+		return -ENOMEM;
+	pthread_mutex_lock(&s->lock);
+	n = cs_node_any(s, handle);
+	if (found < 0) {
+		/* gone: the host still holds the value, so keep it taken */
+		if (!n)
+			cs_node_bury(s, handle, nlookup);
+		pthread_mutex_unlock(&s->lock);
+		return n ? -EEXIST : -ESTALE;
+	}
+	if (n) {
+		ret = n->dead || n->ino != x.stx_ino ? -EEXIST : 0;
+		if (ret == 0 && n != s->root)
+			n->nlookup = n->nlookup + nlookup < n->nlookup ?
+				     UINT64_MAX : n->nlookup + nlookup;
+		pthread_mutex_unlock(&s->lock);
+		ceph_ll_put(s->cm, in);
+		return ret;
+	}
+	pthread_mutex_unlock(&s->lock);
+	/*
+	 * A second node of its own when another handle names the object
+	 * already, so each handle is counted and forgotten on its own.  A
+	 * racing REBIND of the same value: the host does not send two.
+	 */
+	return cs_node_add(s, in, &x, handle, nlookup, NULL, NULL);
+}
+
+static int cfs_fid_entry(struct agent_store *bs,
+			  const uint8_t fid[BCP_FID_LEN],
+			  struct bcp_entry *out)
+{
+	struct ceph_store *s = (struct ceph_store *)bs;
+	struct ceph_statx x;
+	Inode *in;
+	int ret;
+
+	ret = cs_fid_inode(s, fid, &in, &x);
+	if (ret < 0)
+		return ret;
+	return cs_node_add(s, in, &x, 0, 1, out, NULL);
+}
+
+static int cfs_statfs(struct agent_store *bs, uint64_t handle,
+		       struct bcp_statfs_rep *out)
+{
+	struct ceph_store *s = (struct ceph_store *)bs;
+	struct ceph_node *n = cs_node_get(s, handle);
+	struct statvfs sv;
+	int ret;
+
+	if (!n)
+		return -ESTALE;
+	ret = ceph_ll_statfs(s->cm, n->in, &sv);
+	cs_node_put(s, n);
+	if (ret < 0)
+		return ret;
+	memset(out, 0, sizeof(*out));
+	out->blocks = sv.f_blocks;
+	out->bfree = sv.f_bfree;
+	out->bavail = sv.f_bavail;
+	out->files = sv.f_files;
+	out->ffree = sv.f_ffree;
+	out->bsize = (uint32_t)sv.f_bsize;
+	out->frsize = (uint32_t)(sv.f_frsize ? sv.f_frsize : sv.f_bsize);
+	out->namemax = BCP_NAME_MAX;
+	return 0;
+}
+
+/* trusted.* and security.*: only a session whose ids are not squashed. */
+static int cs_xattr_privileged(const struct ceph_store *s, const char *name)
+{
+	return s->ident->squash != AGENT_SQUASH_NONE &&
+	       (!strncmp(name, "trusted.", 8) ||
+		!strncmp(name, "security.", 9));
+}
+
+static int cs_xattr_node(struct ceph_store *s, uint64_t handle,
+			 const char *name, size_t nlen, char cname[256],
+			 struct ceph_node **out)
+{
+	enum bcp_err why;
+	int ret;
+
+	if (name) {
+		ret = bcp_xattr_name_check(name, nlen, &why);
+		if (ret < 0)
+			return ret;
+		memcpy(cname, name, nlen);
+		cname[nlen] = '\0';
+	}
+	*out = cs_node_get(s, handle);
+	return *out ? 0 : -ESTALE;
+}
+
+static int cfs_setxattr(struct agent_store *bs, uint64_t handle,
+			 uint32_t flags, const char *name, size_t nlen,
+			 const void *value, size_t vlen)
+{
+	struct ceph_store *s = (struct ceph_store *)bs;
+	struct ceph_node *n;
+	char cname[256];
+	int ret;
+
+	ret = cs_xattr_node(s, handle, name, nlen, cname, &n);
+	if (ret < 0)
+		return ret;
+	if (flags & ~(XATTR_CREATE | XATTR_REPLACE))
+		ret = -EINVAL;
+	else if (cs_xattr_privileged(s, cname) || n->mode == S_IFLNK)
+		ret = -EPERM;
+	else
+		ret = ceph_ll_setxattr(s->cm, n->in, cname, value, vlen,
+				       (int)flags, s->cb->perms);
+	if (ret == 0)
+		cs_pub_inode(s, n->ino, -1, 0);
+	cs_node_put(s, n);
+	return ret;
+}
+
+static int cfs_getxattr(struct agent_store *bs, uint64_t handle,
+			 const char *name, size_t nlen, void *buf,
+			 size_t size)
+{
+	struct ceph_store *s = (struct ceph_store *)bs;
+	struct ceph_node *n;
+	char cname[256];
+	int ret;
+
+	ret = cs_xattr_node(s, handle, name, nlen, cname, &n);
+	if (ret < 0)
+		return ret;
+	if (n->mode == S_IFLNK)
+		ret = -ENODATA;
+	else
+		ret = ceph_ll_getxattr(s->cm, n->in, cname, size ? buf : NULL,
+				       size, s->cb->perms);
+	cs_node_put(s, n);
+	return ret;
+}
+
+static int cfs_listxattr(struct agent_store *bs, uint64_t handle, void *buf,
+			  size_t size)
+{
+	struct ceph_store *s = (struct ceph_store *)bs;
+	struct ceph_node *n;
+	size_t len = 0;
+	int ret;
+
+	ret = cs_xattr_node(s, handle, NULL, 0, NULL, &n);
+	if (ret < 0)
+		return ret;
+	if (n->mode != S_IFLNK)
+		ret = ceph_ll_listxattr(s->cm, n->in, size ? buf : NULL, size,
+					&len, s->cb->perms);
+	cs_node_put(s, n);
+	if (ret < 0)
+		return ret;
+	return (int)len;
+}
+
+static int cfs_removexattr(struct agent_store *bs, uint64_t handle,
+			    const char *name, size_t nlen)
+{
+	struct ceph_store *s = (struct ceph_store *)bs;
+	struct ceph_node *n;
+	char cname[256];
+	int ret;
+
+	ret = cs_xattr_node(s, handle, name, nlen, cname, &n);
+	if (ret < 0)
+		return ret;
+	if (cs_xattr_privileged(s, cname) || n->mode == S_IFLNK)
+		ret = -EPERM;
+	else
+		ret = ceph_ll_removexattr(s->cm, n->in, cname, s->cb->perms);
+	if (ret == 0)
+		cs_pub_inode(s, n->ino, -1, 0);
+	cs_node_put(s, n);
+	return ret;
+}
+
+/* Drop nlookup of handle; the last takes the node out of the tables. */
+static void cfs_forget_handle(struct ceph_store *s, uint64_t handle,
+			       uint64_t nlookup)
+{
+	struct ceph_node *n;
+	int last = 0;
+
+	pthread_mutex_lock(&s->lock);
+	n = cs_node_any(s, handle);
+	if (n && n != s->root) {
+		if (nlookup >= n->nlookup) {
+			cs_node_unlink(s, n);
+			last = cs_node_unref_locked(n);
+		} else {
+			n->nlookup -= nlookup;
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	/* ceph_ll_put() drops a cache reference: it never waits */
+	if (last)
+		cs_node_free(s, n);
+}
+
+static void cfs_forget(struct agent_store *bs, uint64_t handle,
+			uint64_t nlookup)
+{
+	cfs_forget_handle((struct ceph_store *)bs, handle, nlookup);
+}
+
+static int cfs_lseek(struct agent_store *bs, const struct bcp_lseek_req *r,
+		      int64_t *off)
+{
+	struct ceph_store *s = (struct ceph_store *)bs;
+	struct agent_file *f = cs_file_get(s, r->fh, -1);
+	struct ceph_statx x;
+	int64_t o = 0;
+	int ret = 0;
+
+	if (!f)
+		return -EBADF;
+	switch (r->whence) {
+	case SEEK_SET:
+	case SEEK_CUR:
+		if (r->offset > INT64_MAX)
+			ret = -EINVAL;
+		o = (int64_t)r->offset;
+		break;
+	case SEEK_END:
+	case SEEK_DATA:
+	case SEEK_HOLE:
+		/* no extent map: the whole file is data */
+		ret = ceph_ll_getattr(s->cm, f->node->in, &x, CEPH_STATX_SIZE,
+				      0, s->cb->perms);
+		if (ret < 0)
+			break;
+		o = (int64_t)r->offset;
+		if (r->whence == SEEK_END)
+			o = (int64_t)x.stx_size + o;
+		else if (o < 0 || (uint64_t)o >= x.stx_size)
+			ret = -ENXIO;
+		else if (r->whence == SEEK_HOLE)
+			o = (int64_t)x.stx_size;
+		if (ret == 0 && o < 0)
+			ret = -EINVAL;
+		break;
+	default:
+		ret = -EINVAL;
+	}
+	cs_file_put(s, f);
+	if (ret < 0)
+		return ret;
+	*off = o;
+	return 0;
+}
+
+/* ---- the data path ---- */
+
+static int cfs_file_get(struct agent_store *bs, uint64_t fh,
+			 struct agent_file **out, int *fd)
+{
+	struct ceph_store *s = (struct ceph_store *)bs;
+	struct agent_file *f = cs_file_get(s, fh, -1);
+
+	if (!f)
+		return -EBADF;
+	if (f->isdir) {
+		cs_file_put(s, f);	/* not the last: the fh holds one */
+		return -EISDIR;
+	}
+	*out = f;
+	*fd = -1;		/* bytes move with file_rw() */
+	return 0;
+}
+
+static void cfs_file_put(struct agent_store *bs, struct agent_file *f)
+{
+	cs_file_put((struct ceph_store *)bs, f);
+}
+
+static void cfs_file_wrote(struct agent_store *bs, struct agent_file *f,
+			    uint64_t off, uint64_t len)
+{
+	struct ceph_store *s = (struct ceph_store *)bs;
+
+	if (len && off <= INT64_MAX && len <= INT64_MAX - off)
+		cs_pub_inode(s, f->node->ino, (int64_t)off, (int64_t)len);
+}
+
+static ssize_t cfs_file_rw(struct agent_store *bs, struct agent_file *f,
+			    int write, void *buf, size_t len, uint64_t off)
+{
+	struct ceph_store *s = (struct ceph_store *)bs;
+	size_t done = 0;
+	int n;
+
+	if (off > INT64_MAX || len > INT64_MAX - off)
+		return -EFBIG;
+	/* an int result: at most 1 GiB per call */
+	while (done < len) {
+		size_t chunk = len - done > (1u << 30) ? (1u << 30) :
+							 len - done;
+
+		if (write)
+			n = ceph_ll_write(s->cm, f->fh, (int64_t)(off + done),
+					  chunk, (const char *)buf + done);
+		else
+			n = ceph_ll_read(s->cm, f->fh, (int64_t)(off + done),
+					 chunk, (char *)buf + done);
+		if (n < 0)
+			return done ? (ssize_t)done : n;
+		if (n == 0) {
+			if (write)
+				return done ? (ssize_t)done : -EIO;
+			break;		/* the end of the file */
+		}
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+/* ---- calls on the blocking pool ---- */
+
+/* The node a call works on when it has no file: c->priv. */
+static int cfs_call_begin(struct agent_store *bs, const struct bcp_msg *m,
+			   struct agent_store_call *c)
+{
+	struct ceph_store *s = (struct ceph_store *)bs;
+	const struct bcp_fallocate_req *fa;
+	const struct bcp_copy_req *cp;
+	const struct bcp_fsync_req *fs;
+	const struct bcp_readdir_req *rd;
+	struct ceph_node *n;
+
+	c->op = m->hdr.opcode;
+	c->f = c->f2 = NULL;
+	c->fd = c->fd2 = -1;
+	c->own_fd = 0;
+	c->priv = NULL;
+	c->res = 0;
+	c->nread = 0;
+	c->eof = 0;
+	switch (c->op) {
+	case BCP_OP_FSYNC:
+	case BCP_OP_FSYNCDIR:
+		fs = &m->u.fsync_req;
+		c->datasync = !!fs->datasync;
+		if (fs->fh) {
+			c->f = cs_file_get(s, fs->fh, -1);
+			return c->f ? 0 : -EBADF;
+		}
+		n = cs_node_get(s, fs->handle);
+		if (!n)
+			return -ESTALE;
+		if (n->mode != S_IFDIR && n->mode != S_IFREG) {
+			cs_node_put(s, n);
+			return -EINVAL;
+		}
+		c->priv = n;
+		return 0;
+	case BCP_OP_FALLOCATE:
+		fa = &m->u.fallocate_req;
+		if (fa->offset > INT64_MAX || fa->length > INT64_MAX ||
+		    fa->offset + fa->length > INT64_MAX)
+			return -EFBIG;
+		c->f = cs_file_get(s, fa->fh, 0);
+		if (!c->f)
+			return cs_file_err(s, fa->fh, 0);
+		c->mode = fa->mode;
+		c->off = fa->offset;
+		c->len = fa->length;
+		return 0;
+	case BCP_OP_COPY_FILE_RANGE:
+		cp = &m->u.copy_req;
+		if (cp->flags)
+			return -EINVAL;
+		if (cp->off_in > INT64_MAX || cp->off_out > INT64_MAX)
+			return -EINVAL;
+		c->f = cs_file_get(s, cp->fh_in, 0);
+		if (!c->f)
+			return cs_file_err(s, cp->fh_in, 0);
+		c->f2 = cs_file_get(s, cp->fh_out, 0);
+		if (!c->f2) {
+			cs_file_put(s, c->f);
+			c->f = NULL;
+			return cs_file_err(s, cp->fh_out, 0);
+		}
+		c->off = cp->off_in;
+		c->off2 = cp->off_out;
+		c->len = cp->length > CS_COPY_MAX ? CS_COPY_MAX : cp->length;
+		return 0;
+	case BCP_OP_READDIR:
+		rd = &m->u.readdir_req;
+		if (rd->flags & ~BCP_READDIR_PLUS)
+			return -EINVAL;
+		if (rd->cookie > INT64_MAX)
+			return -EINVAL;
+		if (!c->buf)
+			return -ENOMEM;
+		c->f = cs_file_get(s, rd->fh, 1);
+		if (!c->f)
+			return cs_file_err(s, rd->fh, 1);
+		c->rd = *rd;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* COPY_FILE_RANGE: read and write through a buffer of the call's own. */
+static long cs_call_copy(struct ceph_store *s, struct agent_store_call *c)
+{
+	uint64_t done = 0;
+	size_t chunk;
+	ssize_t n, w;
+	char *buf;
+
+	buf = malloc(CS_COPY_BUF);
+	if (!buf)
+		return -ENOMEM;
+	while (done < c->len) {
+		chunk = c->len - done > CS_COPY_BUF ? CS_COPY_BUF :
+						      (size_t)(c->len - done);
+		n = cfs_file_rw(&s->base, c->f, 0, buf, chunk,
+				 c->off + done);
+		if (n <= 0) {
+			if (n < 0 && !done)
+				done = (uint64_t)n;
+			break;
+		}
+		w = cfs_file_rw(&s->base, c->f2, 1, buf, (size_t)n,
+				 c->off2 + done);
+		if (w < 0) {
+			if (!done)
+				done = (uint64_t)w;
+			break;
+		}
+		done += (uint64_t)w;
+		if (w < n)
+			break;
+	}
+	free(buf);
+	return (long)done;
+}
+
+/*
+ * READDIR: entries from the cookie on, encoded into c->buf as the reply
+ * carries them (at most max_bytes), so that readdir_fill() on the worker
+ * only copies.  PLUS takes a lookup reference per entry here.  An error
+ * after some entries is still an error (store_posix.c), unless entries
+ * were read: then the host asks again from the last one.
+ */
+static long cs_call_readdir(struct ceph_store *s, struct agent_store_call *c)
+{
+	int plus = !!(c->rd.flags & BCP_READDIR_PLUS);
+	struct ceph_dir_result *dir = c->f->dir;
+	size_t cap = c->cap, off = 0, nlen;
+	struct bcp_dirent de;
+	struct bcp_entry e;
+	struct ceph_statx x;
+	struct dirent d;
+	Inode *in;
+	int64_t pos;
+	uint32_t n = 0;
+	long ret = 0;
+	int r, dot;
+
+	if (c->rd.max_bytes < cap)
+		cap = c->rd.max_bytes;
+	pthread_mutex_lock(&c->f->dlock);
+	ceph_seekdir(s->cm, dir, (int64_t)c->rd.cookie);
+	for (;;) {
+		pos = ceph_telldir(s->cm, dir);
+		in = NULL;
+		if (plus)
+			r = ceph_readdirplus_r(s->cm, dir, &d, &x, CS_WANT,
+					       AT_SYMLINK_NOFOLLOW, &in);
+		else
+			r = ceph_readdir_r(s->cm, dir, &d);
+		if (r < 0) {
+			ret = n ? 0 : r;
+			break;
+		}
+		if (r == 0) {
+			c->eof = 1;
+			break;
+		}
+		nlen = strnlen(d.d_name, sizeof(d.d_name));
+		if (off + bcp_dirent_size(plus, nlen) > cap) {
+			/* the next READDIR starts at this entry */
+			if (in)
+				ceph_ll_put(s->cm, in);
+			ceph_seekdir(s->cm, dir, pos);
+			break;
+		}
+		dot = !strcmp(d.d_name, ".") || !strcmp(d.d_name, "..");
+		memset(&de, 0, sizeof(de));
+		de.cookie = (uint64_t)ceph_telldir(s->cm, dir);
+		de.ino = d.d_ino;
+		de.type = d.d_type;
+		de.name_len = (uint16_t)nlen;
+		memset(&e, 0, sizeof(e));
+		if (plus && !dot && in) {
+			r = cs_node_add(s, in, &x, 0, 1, &e, NULL);
+			if (r < 0) {
+				ret = n ? 0 : r;
+				break;
+			}
+		} else {
+			if (in)
+				ceph_ll_put(s->cm, in);
+			if (plus) {
+				e.attr.ino = d.d_ino;
+				e.attr.mode = S_IFDIR;
+			}
+		}
+		if (bcp_dirent_put(c->buf, cap, &off, plus, &de, &e,
+				   d.d_name) < 0) {
+			if (plus && e.handle)
+				cfs_forget_handle(s, e.handle, 1);
+			break;
+		}
+		n++;
+	}
+	pthread_mutex_unlock(&c->f->dlock);
+	c->nread = off;
+	c->mode = n;		/* entries in buf, for readdir_fill() */
+	return ret;
+}
+
+static void cfs_call_run(struct agent_store_call *c)
+{
+	struct ceph_store *s = (struct ceph_store *)c->s;
+	struct ceph_node *n = c->priv;
+	long ret;
+
+	switch (c->op) {
+	case BCP_OP_FSYNC:
+	case BCP_OP_FSYNCDIR:
+		if (c->f && c->f->fh)
+			ret = ceph_ll_fsync(s->cm, c->f->fh, c->datasync);
+		else
+			ret = ceph_ll_sync_inode(s->cm,
+						 c->f ? c->f->node->in : n->in,
+						 c->datasync);
+		break;
+	case BCP_OP_FALLOCATE:
+		ret = ceph_ll_fallocate(s->cm, c->f->fh, (int)c->mode,
+					(int64_t)c->off, (int64_t)c->len);
+		break;
+	case BCP_OP_COPY_FILE_RANGE:
+		ret = cs_call_copy(s, c);
+		break;
+	case BCP_OP_READDIR:
+		ret = cs_call_readdir(s, c);
+		break;
+	default:
+		ret = -EINVAL;
+	}
+	c->res = ret;
+}
+
+static void cfs_call_end(struct agent_store *bs, struct agent_store_call *c)
+{
+	struct ceph_store *s = (struct ceph_store *)bs;
+
+	/* the pool changed the data: tell the holders, back on the worker */
+	if (c->op == BCP_OP_FALLOCATE && c->res >= 0 && c->f)
+		cs_pub_inode(s, c->f->node->ino, (int64_t)c->off,
+			     (int64_t)c->len);
+	else if (c->op == BCP_OP_COPY_FILE_RANGE && c->res > 0 && c->f2)
+		cs_pub_inode(s, c->f2->node->ino, (int64_t)c->off2,
+			     (int64_t)c->res);
+	if (c->f)
+		cs_file_put(s, c->f);
+	if (c->f2)
+		cs_file_put(s, c->f2);
+	cs_node_put(s, c->priv);
+	c->f = c->f2 = NULL;
+	c->priv = NULL;
+}
+
+static int cfs_readdir_fill(struct agent_store *bs,
+			     const struct agent_store_call *c, void *buf,
+			     size_t cap, size_t *len, uint32_t *count,
+			     uint32_t *eof)
+{
+	(void)bs;
+	if (c->res < 0)
+		return (int)c->res;
+	if (c->nread > cap)
+		return -EINVAL;
+	if (c->mode == 0 && !c->eof)
+		return -EINVAL;	/* max_bytes too small for one entry */
+	memcpy(buf, c->buf, c->nread);
+	*len = c->nread;
+	*count = c->mode;
+	*eof = c->eof;
+	return 0;
+}
+
+static const struct agent_store_ops cfs_ops = {
+	.destroy = cfs_destroy,
+	.root = cfs_root,
+	.notify_start = cfs_notify_start,
+	.lookup = cfs_lookup,
+	.getattr = cfs_getattr,
+	.setattr = cfs_setattr,
+	.create_file = cfs_create_file,
+	.mkdir = cfs_mkdir,
+	.mknod = cfs_mknod,
+	.symlink = cfs_symlink,
+	.readlink = cfs_readlink,
+	.link = cfs_link,
+	.unlink = cfs_unlink,
+	.rename = cfs_rename,
+	.open = cfs_open,
+	.release = cfs_release,
+	.reopen = cfs_reopen,
+	.rebind = cfs_rebind,
+	.fid_entry = cfs_fid_entry,
+	.statfs = cfs_statfs,
+	.setxattr = cfs_setxattr,
+	.getxattr = cfs_getxattr,
+	.listxattr = cfs_listxattr,
+	.removexattr = cfs_removexattr,
+	.forget = cfs_forget,
+	.lseek = cfs_lseek,
+	.file_get = cfs_file_get,
+	.file_put = cfs_file_put,
+	.file_wrote = cfs_file_wrote,
+	.file_inline = NULL,		/* no descriptors */
+	.file_inline_set = NULL,
+	.file_rw = cfs_file_rw,
+	.call_begin = cfs_call_begin,
+	.call_run = cfs_call_run,
+	.call_end = cfs_call_end,
+	.readdir_fill = cfs_readdir_fill,
+	.counts = cfs_counts,
+};
+
+/* ---- the agent's cephfs store ---- */
+
+static int cfs_backend_sync(struct agent_backend *b)
+{
+	struct ceph_backend *cb = (struct ceph_backend *)b;
+	int ret = ceph_sync_fs(cb->cm);
+
+	if (ret < 0)
+		agent_err("sync of %s: %s", b->desc, strerror(-ret));
+	return ret;
+}
+
+static int cfs_backend_statfs(struct agent_backend *b,
+			       struct bcp_statfs_rep *out)
+{
+	struct ceph_backend *cb = (struct ceph_backend *)b;
+	struct statvfs sv;
+	Inode *root;
+	int ret;
+
+	ret = ceph_ll_lookup_root(cb->cm, &root);
+	if (ret < 0)
+		return ret;
+	ret = ceph_ll_statfs(cb->cm, root, &sv);
+	ceph_ll_put(cb->cm, root);
+	if (ret < 0)
+		return ret;
+	memset(out, 0, sizeof(*out));
+	out->bsize = (uint32_t)sv.f_bsize;
+	out->frsize = (uint32_t)sv.f_frsize;
+	out->blocks = sv.f_blocks;
+	out->bfree = sv.f_bfree;
+	out->bavail = sv.f_bavail;
+	out->files = sv.f_files;
+	out->ffree = sv.f_ffree;
+	out->namemax = BCP_NAME_MAX;
+	return 0;
+}
+
+static void cfs_backend_close(struct agent_backend *b)
+{
+	struct ceph_backend *cb = (struct ceph_backend *)b;
+
+	/* every session is gone: close what they left, then unmount */
+	pthread_mutex_lock(&cb->close_lock);
+	cb->close_stop = 1;
+	pthread_cond_signal(&cb->close_cond);
+	pthread_mutex_unlock(&cb->close_lock);
+	pthread_join(cb->closer, NULL);
+	pthread_cond_destroy(&cb->close_cond);
+	pthread_mutex_destroy(&cb->close_lock);
+	ceph_userperm_destroy(cb->perms);
+	ceph_unmount(cb->cm);
+	ceph_release(cb->cm);
+	free((char *)b->desc);
+	free(cb);
+}
+
+static const struct agent_backend_ops cfs_backend_ops = {
+	.name = "cephfs",
+	.session = cfs_session,
+	.sync = cfs_backend_sync,
+	.statfs = cfs_backend_statfs,
+	.close = cfs_backend_close,
+};
+
+static uint64_t cs_fnv(const void *p, size_t len, uint64_t h)
+{
+	const uint8_t *b = p;
+
+	while (len--) {
+		h ^= *b++;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+/*
+ * The fid tag: the cluster (fsid), the file system (its id) and the
+ * directory mounted, so a fid of another store, or of another directory
+ * of the same CephFS, is ESTALE here.
+ */
+static void cs_tag(struct ceph_backend *cb, const char *path)
+{
+	char fsid[64] = "";
+	int64_t fscid = ceph_get_fs_cid(cb->cm);
+	uint64_t h1 = 0xcbf29ce484222325ull, h2 = 0x84222325cbf29ce4ull;
+	unsigned int i;
+
+	ceph_conf_get(cb->cm, "fsid", fsid, sizeof(fsid));
+	h1 = cs_fnv(fsid, strlen(fsid), h1);
+	h1 = cs_fnv(&fscid, sizeof(fscid), h1);
+	h1 = cs_fnv(path, strlen(path), h1);
+	h2 = cs_fnv(path, strlen(path), h2);
+	h2 = cs_fnv(&fscid, sizeof(fscid), h2);
+	h2 = cs_fnv(fsid, strlen(fsid), h2);
+	for (i = 0; i < 8; i++) {
+		cb->tag[i] = (uint8_t)(h1 >> (8 * i));
+		cb->tag[8 + i] = (uint8_t)(h2 >> (8 * i));
+	}
+	/* notify's objects: a dev no local filesystem has */
+	cb->dev = 0xcef5000000000000ull | ((uint64_t)fscid & 0xffffffffull);
+}
+
+/* Set a Ceph option; a failure is logged by the caller. */
+static int cs_conf_set(struct ceph_mount_info *cm, const char *opt,
+		       const char *val)
+{
+	int ret = ceph_conf_set(cm, opt, val);
+
+	if (ret < 0)
+		agent_err("store cephfs: option %s=%s: %s", opt, val,
+			  strerror(-ret));
+	return ret;
+}
+
+int agent_ceph_open(const struct agent_store_spec *sp,
+		    unsigned int timeout_ms, struct agent_backend **out)
+{
+	const char *path = sp->path ? sp->path : "/";
+	struct ceph_backend *cb;
+	char secs[32], mon[256] = "?";
+	int ret;
+
+	cb = calloc(1, sizeof(*cb));
+	if (!cb)
+		return -ENOMEM;
+	cb->base.ops = &cfs_backend_ops;
+	cb->base.root_fd = -1;
+	cb->base.flags = AGENT_STORE_BLOCKING;
+	if (asprintf((char **)&cb->base.desc, "cephfs:%s", path) < 0) {
+		free(cb);
+		return -ENOMEM;
+	}
+	ret = ceph_create(&cb->cm, sp->id);
+	if (ret < 0) {
+		agent_err("store cephfs: client %s: %s",
+			  sp->id ? sp->id : "admin", strerror(-ret));
+		goto out_free;
+	}
+	ret = ceph_conf_read_file(cb->cm, sp->conf);
+	if (ret < 0) {
+		agent_err("store cephfs: conf file %s: %s",
+			  sp->conf ? sp->conf : "(default search)",
+			  strerror(-ret));
+		goto out_release;
+	}
+	/* $CEPH_ARGS and the like, as every Ceph tool takes them */
+	ceph_conf_parse_env(cb->cm, NULL);
+	ceph_conf_get(cb->cm, "mon_host", mon, sizeof(mon));
+	if (!mon[0])
+		snprintf(mon, sizeof(mon), "?");
+	/*
+	 * An unreachable cluster fails within timeout_ms rather than
+	 * hang: the monitor session (client_mount_timeout bounds
+	 * authenticating to a monitor and the MDS map wait) and the
+	 * monitor commands.
+	 */
+	if (!timeout_ms)
+		timeout_ms = 1;
+	/* Ceph takes whole seconds here */
+	snprintf(secs, sizeof(secs), "%u", (timeout_ms + 999) / 1000);
+	ret = cs_conf_set(cb->cm, "client_mount_timeout", secs);
+	if (ret == 0)
+		ret = cs_conf_set(cb->cm, "rados_mon_op_timeout", secs);
+	if (ret < 0)
+		goto out_release;
+	ret = ceph_init(cb->cm);
+	if (ret < 0) {
+		if (ret == -ETIMEDOUT || ret == -ENOTCONN)
+			agent_err("store cephfs: cluster unreachable at %s "
+				  "(no answer within %u ms)", mon, timeout_ms);
+		else if (ret == -ENOENT || ret == -EACCES || ret == -EPERM ||
+			 ret == -EINVAL)
+			agent_err("store cephfs: client.%s refused by the "
+				  "monitors at %s (keyring missing or "
+				  "wrong?): %s", sp->id ? sp->id : "admin",
+				  mon, strerror(-ret));
+		else
+			agent_err("store cephfs: connecting to %s: %s", mon,
+				  strerror(-ret));
+		goto out_release;
+	}
+	if (sp->fs) {
+		ret = ceph_select_filesystem(cb->cm, sp->fs);
+		if (ret < 0) {
+			agent_err("store cephfs: file system %s: %s", sp->fs,
+				  strerror(-ret));
+			goto out_release;
+		}
+	}
+	ret = ceph_mount(cb->cm, path);
+	if (ret < 0) {
+		if (ret == -ENOENT && sp->fs)
+			agent_err("store cephfs: file system %s or path %s "
+				  "not found", sp->fs, path);
+		else if (ret == -ENOENT)
+			agent_err("store cephfs: path %s not found", path);
+		else if (ret == -ETIMEDOUT)
+			agent_err("store cephfs: mounting %s: no MDS answered "
+				  "within %u ms", path, timeout_ms);
+		else
+			agent_err("store cephfs: mounting %s%s%s: %s", path,
+				  sp->fs ? " of " : "", sp->fs ? sp->fs : "",
+				  strerror(-ret));
+		goto out_release;
+	}
+	cb->perms = ceph_userperm_new(0, 0, 0, NULL);
+	if (!cb->perms) {
+		ret = -ENOMEM;
+		goto out_unmount;
+	}
+	cs_tag(cb, path);
+	pthread_mutex_init(&cb->close_lock, NULL);
+	pthread_cond_init(&cb->close_cond, NULL);
+	ret = -pthread_create(&cb->closer, NULL, cs_closer_main, cb);
+	if (ret < 0) {
+		agent_err("store cephfs: closer thread: %s", strerror(-ret));
+		goto out_perms;
+	}
+	*out = &cb->base;
+	return 0;
+
+out_perms:
+	pthread_cond_destroy(&cb->close_cond);
+	pthread_mutex_destroy(&cb->close_lock);
+	ceph_userperm_destroy(cb->perms);
+out_unmount:
+	ceph_unmount(cb->cm);
+out_release:
+	ceph_release(cb->cm);
+out_free:
+	free((char *)cb->base.desc);
+	free(cb);
+	return ret;
+}

@@ -1,0 +1,464 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * agent_cephfs.c - the cephfs store (agent/store_ceph.c) against a real,
+ * throwaway Ceph cluster (tests/ceph/ceph-up.sh: one monitor, one
+ * memstore OSD, an MDS).  The store is driven in-process through the
+ * store interface (agent_ceph_open(), a session's store, the
+ * agent_store_*() dispatchers), which is thread-safe for a blocking store:
+ * metadata, open/release, file_rw, READDIR through the call interface,
+ * fids (fid_entry, REBIND in a second session), and the start-up
+ * failures: a conf file that is not there and a monitor nobody answers
+ * for fail with -errno, the latter within the timeout.
+ *
+ * Skips (77) without libcephfs, without the Ceph daemons, or when the
+ * cluster does not come up.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include "store.h"
+
+/* main.c's, which this test does not link: the defaults */
+struct agent_config agent_cfg;
+
+static char cdir[256];
+static char src[512];
+
+static void teardown(void)
+{
+	char cmd[1024];
+
+	if (!cdir[0])
+		return;
+	snprintf(cmd, sizeof(cmd), "%s/tests/ceph/ceph-down.sh %s", src,
+		 cdir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "ceph-down.sh failed\n");
+	cdir[0] = '\0';
+}
+
+static void on_signal(int sig)
+{
+	teardown();
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fprintf(stderr, "FAIL: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+	exit(1);
+}
+
+#define CHECK(cond, ...) do { if (!(cond)) fail(__VA_ARGS__); } while (0)
+#define OK(expr) do { long r_ = (long)(expr); \
+	CHECK(r_ >= 0, "%s: %ld (%s)", #expr, r_, strerror((int)-r_)); \
+} while (0)
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int open_spec(const char *spec, unsigned int ms,
+		     struct agent_backend **b)
+{
+	struct agent_store_spec sp;
+	char err[256];
+	int ret;
+
+	ret = agent_store_spec_parse(spec, &sp, err, sizeof(err));
+	if (ret < 0)
+		fail("spec %s: %s", spec, err);
+	ret = agent_backend_open(&sp, ms, b);
+	agent_store_spec_free(&sp);
+	return ret;
+}
+
+/* A conf that names a monitor nobody listens for. */
+static void check_failures(void)
+{
+	struct agent_backend *b = NULL;
+	char conf[512], spec[600];
+	double t0;
+	FILE *f;
+	int ret;
+
+	ret = open_spec("cephfs:/,conf=/nonexistent/ceph.conf", 2000, &b);
+	CHECK(ret == -ENOENT, "missing conf: %d, want -ENOENT", ret);
+
+	snprintf(conf, sizeof(conf), "/tmp/agent_cephfs-%d.conf",
+		 (int)getpid());
+	f = fopen(conf, "w");
+	CHECK(f, "%s: %s", conf, strerror(errno));
+	fprintf(f, "[global]\nmon host = v2:127.0.0.1:9\n"
+		"auth client required = none\nkeyring = /dev/null\n"
+		"log file = /dev/null\n");
+	fclose(f);
+	snprintf(spec, sizeof(spec), "cephfs:/,conf=%s", conf);
+	t0 = now_s();
+	ret = open_spec(spec, 2000, &b);
+	unlink(conf);
+	CHECK(ret < 0 && ret != -EINVAL, "unreachable monitor: %d", ret);
+	CHECK(now_s() - t0 < 8.0, "unreachable monitor: %.1f s for a 2 s "
+	      "timeout", now_s() - t0);
+	printf("ok unreachable monitor: %d (%s) in %.1f s\n", ret,
+	       strerror(-ret), now_s() - t0);
+}
+
+static const struct agent_ident ident = { .squash = AGENT_SQUASH_NONE };
+
+static uint64_t mk(struct agent_store *s, uint64_t parent, const char *name,
+		   struct bcp_entry *e)
+{
+	struct bcp_mkdir_req r = {
+		.parent = parent, .mode = 0755,
+		.name_len = (uint32_t)strlen(name),
+	};
+
+	OK(agent_store_mkdir(s, &r, name, e));
+	return e->handle;
+}
+
+static uint64_t create(struct agent_store *s, uint64_t parent,
+		       const char *name, uint32_t flags,
+		       struct bcp_create_rep *rep)
+{
+	struct bcp_create_req r = {
+		.parent = parent, .mode = 0644, .flags = flags | O_RDWR,
+		.uid = 1234, .gid = 4321,
+		.name_len = (uint32_t)strlen(name),
+	};
+
+	return (uint64_t)agent_store_create_file(s, &r, name, rep);
+}
+
+/* READDIR through the call interface; the names joined by ' '. */
+static int list(struct agent_store *s, uint64_t dir, int plus, char *out,
+		size_t cap)
+{
+	struct bcp_open_rep o;
+	struct agent_store_call c;
+	struct bcp_msg m;
+	uint8_t tail[BCP_READDIR_MAX];
+	size_t len, pos;
+	uint32_t count, eof = 0;
+	uint64_t cookie = 0;
+	int n = 0;
+
+	OK(agent_store_open(s, dir, 0, 1, &o));
+	out[0] = '\0';
+	memset(&c, 0, sizeof(c));
+	c.buf = malloc(AGENT_STORE_DENTS_BUF);
+	c.cap = AGENT_STORE_DENTS_BUF;
+	while (!eof) {
+		memset(&m, 0, sizeof(m));
+		m.hdr.opcode = BCP_OP_READDIR;
+		m.u.readdir_req.handle = dir;
+		m.u.readdir_req.fh = o.fh;
+		m.u.readdir_req.cookie = cookie;
+		/* small: several calls, each resuming at a cookie */
+		m.u.readdir_req.max_bytes = plus ? 1024 : 128;
+		m.u.readdir_req.flags = plus ? BCP_READDIR_PLUS : 0;
+		OK(agent_store_call_begin(s, &m, &c));
+		agent_store_call_run(&c);
+		OK(agent_store_readdir_fill(s, &c, tail, sizeof(tail), &len,
+					    &count, &eof));
+		agent_store_call_end(s, &c);
+		for (pos = 0; pos < len;) {
+			const uint8_t *p = tail + pos;
+			uint64_t ck, handle = 0;
+			uint16_t nl;
+			size_t hdr = plus ? 192 : 24;
+
+			memcpy(&ck, p, 8);
+			memcpy(&nl, p + 20, 2);
+			if (plus)
+				memcpy(&handle, p + 24, 8);
+			if (handle)
+				agent_store_forget(s, handle, 1);
+			strncat(out, (const char *)p + hdr, nl);
+			strncat(out, " ", cap - strlen(out) - 1);
+			cookie = ck;
+			pos += (hdr + nl + 7) & ~(size_t)7;
+			n++;
+		}
+		CHECK(count > 0 || eof, "READDIR: nothing and no eof");
+	}
+	free(c.buf);
+	OK(agent_store_release(s, dir, o.fh, 1));
+	return n;
+}
+
+static void check_store(struct agent_backend *b)
+{
+	struct agent_store *s, *s2;
+	struct bcp_entry e, d, l, fe;
+	struct bcp_create_rep cr;
+	struct bcp_open_rep o;
+	struct bcp_attr a;
+	struct bcp_statfs_rep sf;
+	struct agent_file *f;
+	uint64_t root, dir, h, nh, files;
+	uint8_t fid[BCP_FID_LEN];
+	char buf[4096], names[4096], top[64];
+	int fd, ret;
+
+	s = agent_store_new(b, NULL, &ident);
+	CHECK(s, "session store");
+	CHECK(agent_store_blocking(s), "a cephfs store blocks");
+	root = agent_store_root(s);
+	OK(agent_store_getattr(s, root, 0, &a));
+	CHECK(S_ISDIR(a.mode), "root mode %o", a.mode);
+
+	snprintf(top, sizeof(top), "t%d", (int)getpid());
+	dir = mk(s, root, top, &d);
+	CHECK(S_ISDIR(d.attr.mode), "mkdir mode %o", d.attr.mode);
+	OK(agent_store_lookup(s, root, top, strlen(top), &e));
+	CHECK(e.handle == dir, "lookup: handle %llu, mkdir gave %llu",
+	      (unsigned long long)e.handle, (unsigned long long)dir);
+
+	/* create: O_EXCL, CREATED, the owner given to the caller */
+	ret = (int)create(s, dir, "f", O_EXCL, &cr);
+	OK(ret);
+	CHECK(cr.open_flags & BCP_OPEN_CREATED, "CREATED not set");
+	CHECK(cr.entry.attr.uid == 1234 && cr.entry.attr.gid == 4321,
+	      "owner %u:%u", cr.entry.attr.uid, cr.entry.attr.gid);
+	h = cr.entry.handle;
+	OK(agent_store_release(s, h, cr.fh, 0));
+	ret = (int)create(s, dir, "f", O_EXCL, &cr);
+	CHECK(ret == -EEXIST, "O_EXCL again: %d", ret);
+	memset(&cr, 0, sizeof(cr));
+	ret = (int)create(s, dir, "f", 0, &cr);
+	OK(ret);
+	CHECK(!(cr.open_flags & BCP_OPEN_CREATED), "CREATED on an open");
+	CHECK(cr.entry.handle == h, "two handles for one inode");
+	OK(agent_store_release(s, h, cr.fh, 0));
+	agent_store_forget(s, h, 2);
+
+	/* write and read back through file_rw (the pool's path) */
+	OK(agent_store_lookup(s, dir, "f", 1, &e));
+	h = e.handle;
+	OK(agent_store_open(s, h, O_RDWR, 0, &o));
+	OK(agent_store_file_get(s, o.fh, &f, &fd));
+	CHECK(fd == -1, "fd %d: cephfs files have none", fd);
+	CHECK(agent_store_file_rw(s, f, 1, "hello, ceph", 11, 100) == 11,
+	      "write");
+	memset(buf, 0, sizeof(buf));
+	CHECK(agent_store_file_rw(s, f, 0, buf, sizeof(buf), 100) == 11,
+	      "read back");
+	CHECK(!memcmp(buf, "hello, ceph", 11), "read back '%s'", buf);
+	/* RELEASE while the transfer holds its reference */
+	OK(agent_store_release(s, h, o.fh, 0));
+	CHECK(agent_store_file_rw(s, f, 0, buf, 5, 100) == 5,
+	      "read after RELEASE with a reference");
+	agent_store_file_put(s, f);
+	CHECK(agent_store_file_get(s, o.fh, &f, &fd) == -EBADF,
+	      "fh alive after RELEASE");
+	CHECK(agent_store_release(s, h, o.fh, 0) == -EBADF,
+	      "RELEASE twice");
+	OK(agent_store_getattr(s, h, 0, &a));
+	CHECK(a.size == 111, "size %llu", (unsigned long long)a.size);
+
+	/* setattr: size, mode, times */
+	{
+		struct bcp_setattr_req r = {
+			.handle = h, .valid = BCP_SETATTR_SIZE |
+			BCP_SETATTR_MODE | BCP_SETATTR_MTIME,
+			.size = 5, .mode = 0600, .mtime = 1000000000,
+		};
+
+		OK(agent_store_setattr(s, &r, &a));
+		CHECK(a.size == 5 && (a.mode & 07777) == 0600 &&
+		      a.mtime == 1000000000, "setattr: size %llu mode %o "
+		      "mtime %llu", (unsigned long long)a.size, a.mode,
+		      (unsigned long long)a.mtime);
+	}
+
+	/* symlink, readlink, link, mknod */
+	{
+		struct bcp_symlink_req r = {
+			.parent = dir, .name_len = 1, .target_len = 6,
+		};
+		struct bcp_link_req lr = {
+			.handle = h, .newparent = dir, .name_len = 2,
+		};
+		struct bcp_mknod_req nr = {
+			.parent = dir, .mode = S_IFIFO | 0644, .name_len = 4,
+		};
+
+		OK(agent_store_symlink(s, &r, "l", "target", &l));
+		ret = agent_store_readlink(s, l.handle, buf, sizeof(buf));
+		CHECK(ret == 6 && !memcmp(buf, "target", 6), "readlink %d",
+		      ret);
+		OK(agent_store_link(s, &lr, "f2", &e));
+		CHECK(e.handle == h && e.attr.nlink == 2, "link: handle %llu "
+		      "nlink %u", (unsigned long long)e.handle, e.attr.nlink);
+		OK(agent_store_mknod(s, &nr, "fifo", &e));
+		CHECK(S_ISFIFO(e.attr.mode), "mknod mode %o", e.attr.mode);
+		nr.mode = S_IFCHR | 0644;
+		nr.name_len = 3;
+		CHECK(agent_store_mknod(s, &nr, "chr", &e) == -EPERM,
+		      "a device without allow_devices");
+	}
+
+	/* rename: NOREPLACE refuses, EXCHANGE is not supported */
+	{
+		struct bcp_rename_req r = {
+			.parent = dir, .newparent = dir, .name_len = 2,
+			.newname_len = 1, .flags = BCP_RENAME_NOREPLACE,
+		};
+
+		CHECK(agent_store_rename(s, &r, "f2", "l") == -EEXIST,
+		      "RENAME_NOREPLACE over a name");
+		r.flags = BCP_RENAME_EXCHANGE;
+		CHECK(agent_store_rename(s, &r, "f2", "l") == -EINVAL,
+		      "RENAME_EXCHANGE");
+		r.flags = 0;
+		r.newname_len = 2;
+		OK(agent_store_rename(s, &r, "f2", "f3"));
+		CHECK(agent_store_lookup(s, dir, "f2", 2, &e) == -ENOENT,
+		      "old name after rename");
+	}
+
+	/* xattrs */
+	OK(agent_store_setxattr(s, h, 0, "user.k", 6, "v1", 2));
+	ret = agent_store_getxattr(s, h, "user.k", 6, buf, sizeof(buf));
+	CHECK(ret == 2 && !memcmp(buf, "v1", 2), "getxattr %d", ret);
+	CHECK(agent_store_getxattr(s, h, "user.k", 6, NULL, 0) == 2,
+	      "getxattr size");
+	ret = agent_store_listxattr(s, h, buf, sizeof(buf));
+	CHECK(ret > 0 && memmem(buf, (size_t)ret, "user.k", 7),
+	      "listxattr %d", ret);
+	OK(agent_store_removexattr(s, h, "user.k", 6));
+	CHECK(agent_store_getxattr(s, h, "user.k", 6, buf, sizeof(buf)) ==
+	      -ENODATA, "removed xattr");
+
+	/* READDIR, plain and PLUS, in small pieces */
+	ret = list(s, dir, 0, names, sizeof(names));
+	CHECK(strstr(names, "f ") && strstr(names, "f3 ") &&
+	      strstr(names, "l ") && strstr(names, "fifo "),
+	      "READDIR: '%s'", names);
+	ret = list(s, dir, 1, names, sizeof(names));
+	CHECK(strstr(names, "f ") && strstr(names, "fifo "),
+	      "READDIRPLUS: '%s'", names);
+
+	/* fids: the entry's, again in this and in a new session */
+	memcpy(fid, cr.entry.fid, BCP_FID_LEN);
+	OK(agent_store_fid_entry(s, fid, &fe));
+	CHECK(fe.handle == h, "fid_entry: handle %llu",
+	      (unsigned long long)fe.handle);
+	s2 = agent_store_new(b, NULL, &ident);
+	CHECK(s2, "second session");
+	OK(agent_store_rebind(s2, 77, 3, fid));
+	OK(agent_store_getattr(s2, 77, 0, &a));
+	CHECK(a.size == 5, "rebound handle: size %llu",
+	      (unsigned long long)a.size);
+	CHECK(agent_store_rebind(s2, 77, 1, d.fid) == -EEXIST,
+	      "REBIND of a value naming another object");
+	fid[8] ^= 1;	/* the tag of the CephFS */
+	CHECK(agent_store_rebind(s2, 78, 1, fid) == -ESTALE,
+	      "a fid of another store");
+	CHECK(agent_store_fid_entry(s2, fid, &fe) == -ESTALE,
+	      "fid_entry of another store");
+	CHECK(agent_store_getattr(s2, 78, 0, &a) == -ESTALE,
+	      "a buried handle");
+	agent_store_forget(s2, 77, 3);
+	agent_store_counts(s2, &nh, &files);
+	CHECK(files == 0, "files in the second session: %llu",
+	      (unsigned long long)files);
+	agent_store_destroy(s2);
+
+	/* statfs; unlink, rmdir; handles dropped by forget */
+	OK(agent_store_statfs(s, root, &sf));
+	CHECK(sf.bsize > 0 && sf.namemax == BCP_NAME_MAX, "statfs: bsize %u "
+	      "blocks %llu", sf.bsize, (unsigned long long)sf.blocks);
+	OK(agent_store_unlink(s, dir, "f", 1, 0));
+	OK(agent_store_unlink(s, dir, "f3", 2, 0));
+	OK(agent_store_unlink(s, dir, "l", 1, 0));
+	OK(agent_store_unlink(s, dir, "fifo", 4, 0));
+	CHECK(agent_store_unlink(s, root, top, strlen(top), 0) != 0,
+	      "unlink of a directory");
+	OK(agent_store_unlink(s, root, top, strlen(top), 1));
+	CHECK(agent_store_lookup(s, root, top, strlen(top), &e) == -ENOENT,
+	      "lookup after rmdir");
+	/* a fid of a removed file: ESTALE */
+	CHECK(agent_store_fid_entry(s, cr.entry.fid, &fe) == -ESTALE,
+	      "fid of a removed file");
+	agent_store_counts(s, &nh, &files);
+	CHECK(files == 0, "open files left: %llu",
+	      (unsigned long long)files);
+	agent_store_destroy(s);
+	printf("ok cephfs store: metadata, data, READDIR, fids\n");
+}
+
+int main(void)
+{
+#ifndef HAVE_CEPHFS
+	printf("SKIP: built without libcephfs (configure --with-cephfs)\n");
+	return 77;
+#else
+	struct agent_backend *b = NULL;
+	char cmd[1024], spec[600], conf[300];
+	const char *sd = getenv("srcdir");
+	int ret;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (system("command -v ceph-mon ceph-osd ceph-mds >/dev/null 2>&1")) {
+		printf("SKIP: ceph-mon, ceph-osd or ceph-mds not installed\n");
+		return 77;
+	}
+	if (!realpath(sd ? sd : ".", src))
+		return 99;
+	check_failures();
+
+	snprintf(cdir, sizeof(cdir), "/tmp/agent_cephfs-%d", (int)getpid());
+	atexit(teardown);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	snprintf(cmd, sizeof(cmd), "WITH_MDS=1 WITH_MGR=0 timeout 120 "
+		 "%s/tests/ceph/ceph-up.sh %s >/dev/null", src, cdir);
+	if (system(cmd) != 0) {
+		printf("SKIP: the throwaway Ceph cluster did not start\n");
+		return 77;
+	}
+	snprintf(conf, sizeof(conf), "%s/ceph.conf", cdir);
+	snprintf(spec, sizeof(spec), "cephfs:/,conf=%s,fs=cephfs", conf);
+	ret = open_spec(spec, 30000, &b);
+	CHECK(ret == 0, "open %s: %d (%s)", spec, ret, strerror(-ret));
+	CHECK(b->root_fd == -1 && (b->flags & AGENT_STORE_BLOCKING),
+	      "backend: root_fd %d flags %x", b->root_fd, b->flags);
+	check_store(b);
+	OK(b->ops->sync(b));
+	agent_backend_close(b);
+
+	/* a file system and a path that are not there */
+	snprintf(spec, sizeof(spec), "cephfs:/,conf=%s,fs=nosuchfs", conf);
+	ret = open_spec(spec, 10000, &b);
+	CHECK(ret < 0, "fs=nosuchfs opened");
+	snprintf(spec, sizeof(spec), "cephfs:/no/such/dir,conf=%s", conf);
+	ret = open_spec(spec, 10000, &b);
+	CHECK(ret == -ENOENT, "a path not there: %d", ret);
+	printf("ok missing file system and path\n");
+	return 0;
+#endif
+}
