@@ -25,8 +25,9 @@
 #           has no store option: bcf_mount over shm starts an agent on a
 #           unix socket instead.  Skips without the Ceph daemons or
 #           ceph-fuse, or when the agent has no --store or was built
-#           without libcephfs.  The trap unmounts $BCF_BACK and stops the
-#           cluster after the agents.
+#           without libcephfs, or with BCF_CEPHFS=0 (a run that has
+#           covered them already).  The trap unmounts $BCF_BACK and stops
+#           the cluster after the agents.
 # The daemon runs in the foreground (-f) in the background of the shell so
 # every line it logs lands in $BCF_TMP/fs.log; the agent logs to agent.log.
 # On exit the trap unmounts, stops what was started, and fails the test when
@@ -139,6 +140,8 @@ bcf_ceph_usable()
 {
 	local c out
 
+	[ "${BCF_CEPHFS:-1}" = 0 ] &&
+		bcf_skip "BCF_CEPHFS=0 leaves the cephfs store's tests out"
 	for c in ceph-mon ceph-osd ceph-mds ceph monmaptool rados ceph-fuse \
 		 uuidgen bc; do
 		command -v "$c" >/dev/null 2>&1 ||
