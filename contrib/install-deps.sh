@@ -3,7 +3,8 @@
 # Install what bluecachefs needs on Debian 12 (bookworm), from Debian's
 # archive only.  Without arguments: build and run.  --tests adds what the
 # test suite uses (clang for the fuzzer, the tools the FUSE tests drive,
-# qemu + Debian's kernel for the Soft-RoCE RDMA suite).  --bench adds what
+# qemu + Debian's kernel for the Soft-RoCE RDMA suite, libcephfs and a
+# Ceph cluster's daemons for the cephfs store).  --bench adds what
 # `make bench` compares with and draws with (sshfs, bindfs, fuse-overlayfs,
 # fio, gnuplot, perf).
 set -eu
@@ -17,6 +18,11 @@ tests="clang libclang-rt-14-dev python3 rsync sqlite3 git attr util-linux
 	qemu-system-x86 linux-image-amd64 busybox-static cpio kmod iproute2
 	ibverbs-utils rdmacm-utils perftest"
 tests="$tests prometheus"
+# the cephfs store: libcephfs to build it (configure --with-cephfs), and
+# the daemons, tools and ceph-fuse of the throwaway cluster its tests
+# start (tests/ceph/ceph-up.sh)
+tests="$tests libcephfs-dev ceph-mon ceph-osd ceph-mds ceph-fuse ceph-common
+	uuid-runtime bc"
 bench="fio gnuplot-nox sshfs openssh-server openssh-client bindfs
 	fuse-overlayfs linux-perf"
 pkgs=$build

@@ -19,6 +19,20 @@ Configurations (BENCH_CONFIGS, comma-separated, default all available):
   bindfs          bindfs --multithreaded over tmpfs
   fuse-overlayfs  fuse-overlayfs, upper (and lower) directory on tmpfs
   bcfs-rdma       bluecachefs over rdma inside the Soft-RoCE VM (below)
+  bcfs-cephfs     bluecachefs unix:SOCK (shm) to an agent with --store
+                  cephfs:/bcfs-cephfs, on the run's Ceph cluster (below)
+  ceph-fuse       ceph-fuse of the same cluster, rooted at /ceph-fuse
+
+The two Ceph configurations share one throwaway cluster for the whole
+run (tests/ceph/ceph-up.sh: one mon, one memstore OSD, one MDS, all on
+this machine), started before the first run and stopped at the end; the
+backing directory of each is its subdirectory as a host ceph-fuse mount
+of the cluster sees it.  Dropping the kernel's caches does not empty
+the Ceph clients' own caches (libcephfs in the agent, ceph-fuse): "cold"
+is cold for the kernel only there.  The CPU of bcfs-cephfs is split into
+the daemon (bluecachefs) and the server side (the agent with its
+libcephfs); that of ceph-fuse is the daemon's; for both, cluster_cpu_s
+is what the mon, OSD and MDS spent meanwhile.
 
 Workloads: seq_write, seq_read (cold) of a BENCH_SEQ_SIZE file in 1 MiB
 blocks; rand_read_qd1, rand_read_4j, rand_write (4 KiB, O_DIRECT,
@@ -64,7 +78,9 @@ import time
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 ALL_CONFIGS = ["tmpfs", "disk", "bcfs-shm", "bcfs-tcp", "sshfs", "bindfs",
-               "fuse-overlayfs", "bcfs-rdma"]
+               "fuse-overlayfs", "bcfs-cephfs", "ceph-fuse", "bcfs-rdma"]
+CEPH_TOOLS = ["ceph-mon", "ceph-osd", "ceph-mds", "ceph", "monmaptool",
+              "rados", "ceph-fuse", "uuidgen", "bc"]
 JOBS = ["seq_write", "seq_read", "rand_read_qd1", "rand_read_4j",
         "rand_write", "create", "stat", "readback", "delete", "untar"]
 SEQ_FILE = "seq.dat"
@@ -210,6 +226,9 @@ class Config:
             else []
 
     def server_pids(self):
+        return []
+
+    def cluster_pids(self):
         return []
 
     def spawn(self, argv, logname, env=None):
@@ -643,11 +662,145 @@ def rdma_run(bench, vms, meta):
     meta["rdma"] = rd
 
 
+class CephCluster:
+    """The run's cluster (tests/ceph/ceph-up.sh) and a host ceph-fuse
+    mount of its root, where the Ceph configurations' backing
+    directories are prepared."""
+
+    def __init__(self, bench):
+        self.b = bench
+        self.dir = os.path.join(bench.tmp, "ceph")
+        self.root = os.path.join(bench.tmp, "ceph-root")
+        self.conf = None
+        self.fuse = None
+        srcdir = os.path.dirname(os.path.dirname(os.path.abspath(
+            __file__)))
+        self.up = os.path.join(srcdir, "ceph", "ceph-up.sh")
+        self.down = os.path.join(srcdir, "ceph", "ceph-down.sh")
+
+    def start(self):
+        env = dict(os.environ, WITH_MDS="1", WITH_MGR="0")
+        path = os.path.join(self.b.logdir, "ceph-up.log")
+        with open(path, "ab") as lf:
+            out = subprocess.run([self.up, self.dir], env=env, stdout=
+                                 subprocess.PIPE, stderr=lf, timeout=300)
+        if out.returncode:
+            raise RuntimeError("the Ceph cluster did not start (see %s)"
+                               % path)
+        m = re.search(r"export CEPH_CONF=(\S+)", out.stdout.decode())
+        self.conf = m.group(1)
+        os.makedirs(self.root, exist_ok=True)
+        lf = open(os.path.join(self.b.logdir, "ceph-fuse-host.log"), "ab")
+        self.fuse = subprocess.Popen(
+            ["ceph-fuse", "-f", "-c", self.conf, self.root], stdout=lf,
+            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        if not wait_for(lambda: self.fuse.poll() is None and
+                        is_mounted(self.root), 60):
+            raise RuntimeError("ceph-fuse did not mount the cluster")
+        log("ceph cluster up: %s" % self.conf)
+
+    def pids(self):
+        out = []
+        for f in glob.glob(os.path.join(self.dir, "run", "*.pid")):
+            try:
+                out.append(int(open(f).read()))
+            except (OSError, ValueError):
+                pass
+        return out
+
+    def stop(self):
+        if self.fuse:
+            if is_mounted(self.root):
+                subprocess.run(["fusermount3", "-u", self.root])
+            try:
+                self.fuse.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.fuse.kill()
+                self.fuse.wait()
+            if is_mounted(self.root):
+                subprocess.run(["fusermount3", "-uz", self.root])
+            self.fuse = None
+        subprocess.run([self.down, self.dir], timeout=120)
+
+
+class CephConfig(Config):
+    """Common to the two configurations on the run's Ceph cluster: the
+    backing directory is the configuration's directory in the CephFS,
+    seen through the host's ceph-fuse mount."""
+
+    needs = CEPH_TOOLS
+
+    def __init__(self, bench, name):
+        super().__init__(bench, name)
+        self.sub = "/" + name
+
+    def setup(self):
+        c = self.b.ceph_cluster()
+        self.back = os.path.join(c.root, self.name)
+        super().setup()
+
+    def cluster_pids(self):
+        return self.b.ceph.pids()
+
+
+class BcfsCephConfig(CephConfig, BcfsTcpConfig):
+    """bluecachefs over shm (a unix socket) to an agent started for each
+    mount with --store cephfs:/bcfs-cephfs,conf=CONF."""
+
+    def missing(self):
+        miss = super().missing()
+        h = subprocess.run([self.b.agent, "--help"], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT).stdout.decode()
+        if "--store" not in h:
+            miss.append("bluecache-agent --store")
+        return miss
+
+    def start_agent(self):
+        self.sock = os.path.join(self.dir, "agent.sock")
+        if os.path.exists(self.sock):
+            os.unlink(self.sock)
+        r, w = os.pipe()
+        path = os.path.join(self.b.logdir, self.name + ".agent.log")
+        lf = open(path, "ab")
+        self.agent_off = os.path.getsize(path)
+        self.agent_log = path
+        self.logs.append(path)
+        p = subprocess.Popen(
+            [self.b.agent, "--store", "cephfs:%s,conf=%s" %
+             (self.sub, self.b.ceph.conf), "--listen", "unix:" + self.sock,
+             "--foreground", "--log-level", "info", "--ready-fd", str(w)],
+            pass_fds=(w,), stdout=lf, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL)
+        os.close(w)
+        with os.fdopen(r) as rf:
+            ready = rf.read()
+        if ready.strip() != "ready":
+            p.kill()
+            p.wait()
+            raise RuntimeError("bluecache-agent did not start (see %s)" %
+                               path)
+        self.agent = p
+
+    def mount_argv(self):
+        self.start_agent()
+        return ([self.b.fs, "unix:" + self.sock, self.mnt, "-f", "-o",
+                 ",".join(["transport=shm"] + self.b.bcfs_opts)], None)
+
+
+class CephFuseConfig(CephConfig):
+    """ceph-fuse of the run's cluster, rooted at /ceph-fuse."""
+
+    def mount_argv(self):
+        return (["ceph-fuse", "-f", "-c", self.b.ceph.conf, "-r", self.sub,
+                 self.mnt], None)
+
+
 CONFIG_CLASSES = {
     "tmpfs": TmpfsConfig, "disk": DiskConfig, "bcfs-shm": BcfsShmConfig,
     "bcfs-tcp": BcfsTcpConfig, "sshfs": SshfsConfig,
     "bindfs": BindfsConfig, "fuse-overlayfs": OverlayConfig,
-    "bcfs-rdma": RdmaVmConfig,
+    "bcfs-rdma": RdmaVmConfig, "bcfs-cephfs": BcfsCephConfig,
+    "ceph-fuse": CephFuseConfig,
 }
 
 
@@ -660,6 +813,14 @@ class Bench:
         self.seq = parse_size(args.seq_size)
         self.tmp = None
         self.tmpfs = None
+        self.ceph = None
+
+    def ceph_cluster(self):
+        """The run's Ceph cluster, started on first use."""
+        if self.ceph is None:
+            self.ceph = CephCluster(self)
+            self.ceph.start()
+        return self.ceph
 
     # --- workloads ---------------------------------------------------
 
@@ -831,18 +992,23 @@ class Bench:
                 drop_caches()
             server = cfg.server_pids()
             daemon = [p for p in cfg.daemon_pids() if p not in server]
+            cluster = cfg.cluster_pids()
             d0 = sum(cpu_ticks(p) for p in daemon)
             s0 = sum(cpu_ticks(p) for p in server)
+            c0 = sum(cpu_ticks(p) for p in cluster)
             r = getattr(self, "job_" + job)(cfg)
             # the server side may have forked since (sshd sessions)
             server = cfg.server_pids()
             d1 = sum(cpu_ticks(p) for p in daemon)
             s1 = sum(cpu_ticks(p) for p in server)
+            c1 = sum(cpu_ticks(p) for p in cluster)
         except BaseException:
             cfg.kill_proc()
             raise
         r["daemon_cpu_s"] = (d1 - d0) / CLK_TCK
         r["server_cpu_s"] = (s1 - s0) / CLK_TCK
+        if cluster:
+            r["cluster_cpu_s"] = (c1 - c0) / CLK_TCK
         r.update(cfg.umount())
         if r.get("batches"):
             r["segs_per_batch"] = r["segments"] / r["batches"]
@@ -860,6 +1026,9 @@ class Bench:
                     continue
                 with open(path, errors="replace") as f:
                     for line in f:
+                        # ceph-fuse's farewell on a clean unmount
+                        if "finished with error 0 " in line:
+                            continue
                         if pat.search(line):
                             bad.append("%s: %s" % (os.path.basename(path),
                                                    line.rstrip()))
@@ -884,6 +1053,8 @@ class Bench:
             for c in cfgs:
                 if c.proc:
                     c.kill_proc()
+            if self.ceph:
+                self.ceph.stop()
             subprocess.run(["umount", "-l", self.tmpfs])
             shutil.rmtree(self.tmp, ignore_errors=True)
 
@@ -923,7 +1094,14 @@ class Bench:
         t_start = time.monotonic()
         for run in range(a.runs):
             for c in cfgs:
-                c.setup()
+                try:
+                    c.setup()
+                except (RuntimeError, OSError,
+                        subprocess.SubprocessError) as e:
+                    log("%s run %d: set-up failed: %s" % (c.name, run, e))
+                    results.extend({"config": c.name, "job": j, "run": run,
+                                    "failed": str(e)} for j in a.jobs)
+                    continue
                 try:
                     for job in a.jobs:
                         t0 = time.monotonic()

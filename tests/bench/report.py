@@ -86,6 +86,40 @@ class Report:
         return med([self.cpu(r, side)
                     for r in self.by.get((cfg, job), {}).values()])
 
+    def cpu_of(self, r, key):
+        """As cpu(), for one CPU figure of the row (None if absent)."""
+        if r.get(key) is None:
+            return None
+        if r["job"] in DATA_JOBS:
+            return r[key] / (r["bytes"] / GIB) if r["bytes"] else None
+        return r[key] * 1000.0 / (r["files"] / 1000.0)
+
+    def ceph_cpu(self, cfgs):
+        """The Ceph rows' CPU, each process apart: the bluecachefs
+        daemon and the agent (libcephfs inside) for bcfs-cephfs,
+        ceph-fuse for ceph-fuse, and the cluster (mon, OSD, MDS)."""
+        cols = []
+        for c in cfgs:
+            if c == "bcfs-cephfs":
+                cols += [(c, "daemon_cpu_s", "bcfs-cephfs bluecachefs"),
+                         (c, "server_cpu_s", "bcfs-cephfs agent")]
+            else:
+                cols.append((c, "daemon_cpu_s", "ceph-fuse ceph-fuse"))
+            cols.append((c, "cluster_cpu_s", "%s cluster" % c))
+        L = ["## CPU on a CephFS", "",
+             "Seconds per GiB moved (data workloads) or milliseconds per "
+             "1000 files (metadata workloads), median over runs, of each "
+             "process apart; cluster: the mon, OSD and MDS meanwhile.", "",
+             "| workload | " + " | ".join(t for _, _, t in cols) + " |",
+             "|---|" + "---|" * len(cols)]
+        for j in self.jobs:
+            L.append("| %s | " % JOB_TITLES[j] + " | ".join(
+                fmt(med([self.cpu_of(r, k) for r in
+                         self.by.get((c, j), {}).values()]))
+                for c, k, _ in cols) + " |")
+        L.append("")
+        return L
+
     def best_pass(self, job, run):
         vals = [self.get(c, job, run) for c in PASSTHROUGHS]
         vals = [v for v in vals if v is not None]
@@ -283,6 +317,9 @@ class Report:
                 L.append("| %s | " % JOB_TITLES[j] + " | ".join(
                     fmt(self.ratio(c, j, ref)) for c in fuse) + " |")
             L.append("")
+        ceph = [c for c in ("bcfs-cephfs", "ceph-fuse") if c in self.configs]
+        if ceph:
+            L += self.ceph_cpu(ceph)
         L.append("## CPU and batching")
         L.append("")
         L.append("CPU of the FUSE daemon + its server side (the agent; "

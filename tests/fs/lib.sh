@@ -13,6 +13,21 @@
 #        --rdma-listen: bulk data moves by RDMA (tests/rdma/check-rdma.sh
 #        runs the suite so inside a VM with Soft-RoCE); skips without
 #        RDMA_IP.  The mount must end up on rdma (the agent logs it).
+# $BCF_STORE picks what the agent persists into:
+#   posix   (default) the directory $BCF_BACK, --root $BCF_BACK
+#   cephfs  a CephFS: bcf_init starts a throwaway cluster of its own
+#           (tests/ceph/ceph-up.sh, one mon, one memstore OSD, one MDS, in
+#           $BCF_TMP/ceph; about 12 s), mounts the file system's root on
+#           $BCF_BACK with ceph-fuse, so that a test reaches the objects
+#           behind the mount as it reaches a posix root, and every agent
+#           started for $BCF_BACK gets --store cephfs:/,conf=$CEPH_CONF
+#           instead of --root.  The daemon's private agent (local:DIR)
+#           has no store option: bcf_mount over shm starts an agent on a
+#           unix socket instead.  Skips without the Ceph daemons or
+#           ceph-fuse, or when the agent has no --store or was built
+#           without libcephfs, or with BCF_CEPHFS=0 (a run that has
+#           covered them already).  The trap unmounts $BCF_BACK and stops
+#           the cluster after the agents.
 # The daemon runs in the foreground (-f) in the background of the shell so
 # every line it logs lands in $BCF_TMP/fs.log; the agent logs to agent.log.
 # On exit the trap unmounts, stops what was started, and fails the test when
@@ -23,8 +38,14 @@
 # Every wait is bounded.  Outcomes: 0 pass, 1 fail, 77 skip, 99 hard error.
 
 BCF_TRANSPORT=${BCF_TRANSPORT:-shm}
+BCF_STORE=${BCF_STORE:-posix}
+BCF_CEPH_DIR=
+BCF_CEPH_FUSE_PID=
+BCF_STORE_SPEC=
 BCF_LOG_ALLOW=${BCF_LOG_ALLOW:-}
 BCF_NAME=$(basename "$0" .sh)
+BCF_STORE_TAG=
+[ "$BCF_STORE" = posix ] || BCF_STORE_TAG=,$BCF_STORE
 BCF_FS_PID=
 BCF_AGENT_PID=
 BCF_MNT=
@@ -32,24 +53,24 @@ BCF_TMP=
 
 bcf_log()
 {
-	echo "$BCF_NAME[$BCF_TRANSPORT]: $*"
+	echo "$BCF_NAME[$BCF_TRANSPORT$BCF_STORE_TAG]: $*"
 }
 
 bcf_fail()
 {
-	echo "FAIL: $BCF_NAME[$BCF_TRANSPORT]: $*" >&2
+	echo "FAIL: $BCF_NAME[$BCF_TRANSPORT$BCF_STORE_TAG]: $*" >&2
 	exit 1
 }
 
 bcf_hard()
 {
-	echo "HARD FAILURE: $BCF_NAME[$BCF_TRANSPORT]: $*" >&2
+	echo "HARD FAILURE: $BCF_NAME[$BCF_TRANSPORT$BCF_STORE_TAG]: $*" >&2
 	exit 99
 }
 
 bcf_skip()
 {
-	echo "SKIP: $BCF_NAME[$BCF_TRANSPORT]: $*"
+	echo "SKIP: $BCF_NAME[$BCF_TRANSPORT$BCF_STORE_TAG]: $*"
 	exit 77
 }
 
@@ -104,6 +125,124 @@ bcf_init()
 	trap bcf_cleanup EXIT
 	trap 'exit 130' INT TERM HUP
 	export BLUECACHE_AGENT=$BCF_AGENT
+	case $BCF_STORE in
+	posix) ;;
+	cephfs) bcf_ceph_init ;;
+	*) bcf_hard "unknown BCF_STORE '$BCF_STORE'" ;;
+	esac
+}
+
+# bcf_ceph_usable: skip unless this machine can run a cluster and this
+# agent can serve a CephFS.  The agent is asked with a conf file that
+# does not exist: one built with libcephfs fails on reading it, one
+# built without says so, both at once and without a cluster.
+bcf_ceph_usable()
+{
+	local c out
+
+	[ "${BCF_CEPHFS:-1}" = 0 ] &&
+		bcf_skip "BCF_CEPHFS=0 leaves the cephfs store's tests out"
+	for c in ceph-mon ceph-osd ceph-mds ceph monmaptool rados ceph-fuse \
+		 uuidgen bc; do
+		command -v "$c" >/dev/null 2>&1 ||
+			bcf_skip "$c is missing (the cephfs store's tests" \
+				"need the Ceph packages)"
+	done
+	bcf_agent_has --store ||
+		bcf_skip "this bluecache-agent has no --store option"
+	out=$(timeout 20 "$BCF_AGENT" --foreground \
+		--store "cephfs:/,conf=$BCF_TMP/no-such.conf" \
+		--listen "unix:$BCF_TMP/probe.sock" 2>&1 </dev/null)
+	case $out in
+	*"built without libcephfs"*)
+		bcf_skip "bluecache-agent was built without libcephfs" \
+			"(configure --with-cephfs)"
+		;;
+	esac
+}
+
+# bcf_ceph_init: the cluster, $BCF_BACK and the store spec (see the top)
+bcf_ceph_init()
+{
+	local env try
+
+	bcf_ceph_usable
+	BCF_CEPH_DIR=$BCF_TMP/ceph
+	for try in 1 2; do
+		# a random monitor port may be taken: one more try
+		env=$(WITH_MDS=1 WITH_MGR=0 timeout 180 \
+			"$top_srcdir/tests/ceph/ceph-up.sh" "$BCF_CEPH_DIR" \
+			2>"$BCF_TMP/ceph-up.log") && break
+		"$top_srcdir/tests/ceph/ceph-down.sh" "$BCF_CEPH_DIR"
+		env=
+	done
+	if [ -z "$env" ]; then
+		tail -n 30 "$BCF_TMP/ceph-up.log" >&2
+		BCF_CEPH_DIR=
+		bcf_hard "the Ceph cluster did not start"
+	fi
+	eval "$env"
+	export CEPH_CONF CEPH_FS
+	BCF_STORE_SPEC=cephfs:/,conf=$CEPH_CONF
+	# foreground in the background, like the daemons, so the trap
+	# knows its pid; its log goes to the cluster's log dir
+	ceph-fuse -f -c "$CEPH_CONF" "$BCF_BACK" \
+		>"$BCF_TMP/ceph-fuse.log" 2>&1 &
+	BCF_CEPH_FUSE_PID=$!
+	if ! bcf_wait_for 60 eval 'bcf_running "$BCF_CEPH_FUSE_PID" &&
+	     bcf_is_mounted "$BCF_BACK"'; then
+		cat "$BCF_TMP/ceph-fuse.log" >&2
+		bcf_hard "ceph-fuse did not mount the CephFS on $BCF_BACK"
+	fi
+	bcf_log "cephfs store: $(tail -n 1 "$BCF_TMP/ceph-up.log")"
+}
+
+# bcf_ceph_mount DIR: one more ceph-fuse mount of the test's CephFS on
+# DIR (made if missing), unmounted by the trap; for a test that needs a
+# second view of the cluster
+bcf_ceph_mount()
+{
+	local pid
+
+	mkdir -p "$1" || bcf_hard "cannot make $1"
+	ceph-fuse -f -c "$CEPH_CONF" "$1" >>"$BCF_TMP/ceph-fuse.log" 2>&1 &
+	pid=$!
+	BCF_CEPH_EXTRA+=("$1:$pid")
+	bcf_wait_for 60 eval 'bcf_running '"$pid"' && bcf_is_mounted '"'$1'" ||
+		bcf_hard "ceph-fuse did not mount the CephFS on $1"
+}
+BCF_CEPH_EXTRA=()
+
+# bcf_ceph_fini: unmount every ceph-fuse mount and stop the cluster;
+# returns 1 when ceph-fuse hangs or fails
+bcf_ceph_fini()
+{
+	local rc=0 e mnt pid
+
+	for e in "${BCF_CEPH_EXTRA[@]}" "$BCF_BACK:$BCF_CEPH_FUSE_PID"; do
+		mnt=${e%:*}
+		pid=${e##*:}
+		[ -n "$pid" ] || continue
+		if bcf_is_mounted "$mnt"; then
+			fusermount3 -u "$mnt" 2>/dev/null ||
+				umount "$mnt" 2>/dev/null ||
+				{ sleep 1; fusermount3 -uz "$mnt"; }
+		fi
+		if ! bcf_wait_for 20 bcf_pid_gone "$pid"; then
+			echo "ceph-fuse on $mnt did not exit" >&2
+			kill -KILL "$pid" 2>/dev/null
+			rc=1
+		fi
+		wait "$pid" 2>/dev/null
+	done
+	BCF_CEPH_EXTRA=()
+	BCF_CEPH_FUSE_PID=
+	# ceph-down.sh removes the cluster's directory: BCF_KEEP keeps its logs
+	[ -n "${BCF_KEEP:-}" ] && cp -a "$BCF_CEPH_DIR/log" "$BCF_TMP/ceph-log" \
+		2>/dev/null
+	"$top_srcdir/tests/ceph/ceph-down.sh" "$BCF_CEPH_DIR"
+	BCF_CEPH_DIR=
+	return $rc
 }
 
 # bcf_free_port: print a loopback TCP port that was free a moment ago
@@ -132,7 +271,12 @@ bcf_start_agent()
 
 	shift 2
 	: > "$ready"
-	"$BCF_AGENT" --root "$root" --listen "$listen" --foreground \
+	# the cephfs store stands in for the directory the tests know
+	local store=(--root "$root")
+	if [ -n "$BCF_STORE_SPEC" ] && [ "$root" = "$BCF_BACK" ]; then
+		store=(--store "$BCF_STORE_SPEC")
+	fi
+	"$BCF_AGENT" "${store[@]}" --listen "$listen" --foreground \
 		--ready-fd 3 "$@" 3>"$ready" 2>>"$BCF_TMP/agent.log" &
 	BCF_AGENT_PID=$!
 	if bcf_wait_for 20 grep -q '^ready$' "$ready"; then
@@ -213,6 +357,14 @@ bcf_mount()
 	case $BCF_TRANSPORT in
 	shm)
 		agent=local:$BCF_BACK
+		if [ -n "$BCF_STORE_SPEC" ]; then
+			# local: starts a posix agent: start the store's own
+			[ -n "$BCF_AGENT_PID" ] ||
+				bcf_start_agent "$BCF_BACK" \
+					"unix:$BCF_TMP/agent.sock" ||
+				bcf_fail "bluecache-agent did not become ready"
+			agent=unix:$BCF_TMP/agent.sock
+		fi
 		opts=transport=shm${opts:+,$opts}
 		;;
 	tcp)
@@ -350,6 +502,11 @@ bcf_cleanup()
 		fusermount3 -uz "$BCF_MNT" 2>/dev/null
 	fi
 	bcf_stop_agent || { [ $rc -eq 0 ] && rc=1; }
+	# after the agents, the cluster they used; before rm -rf, which
+	# must not walk into the CephFS
+	if [ -n "$BCF_CEPH_DIR" ]; then
+		bcf_ceph_fini || { [ $rc -eq 0 ] && rc=1; }
+	fi
 	if [ -n "$BCF_TMP" ] && [ -d "$BCF_TMP" ]; then
 		if ! bcf_check_logs; then
 			[ $rc -eq 0 ] || [ $rc -eq 77 ] && rc=1

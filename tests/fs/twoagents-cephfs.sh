@@ -1,0 +1,185 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# twoagents-cephfs.sh - two DPUs on one CephFS: two agents with
+# --store cephfs:/ on the same cluster, a bluecachefs mount of each (A and
+# B, over $BCF_TRANSPORT, tcp by default).
+#
+# Neither agent hears of what the other's Ceph client changes, so nothing
+# tells a mount of a change made through the other one: what bluecachefs
+# promises then (doc/design.md, "Long caches, told by the agent") is
+#   - close-to-open for data: an open asks the agent for the attributes
+#     and drops the cached pages when mtime or size moved, so a file
+#     written and closed through A reads with the new bytes through B on
+#     B's next open, at once, even with B's pages cached;
+#   - names and attributes within the timeouts: a rename, unlink, mkdir
+#     or a new size through A is seen by B's next lookup or stat once
+#     B's entry or attribute cache for it has expired.
+# Both mounts run with -o attr_timeout=1,entry_timeout=1, so "within the
+# timeouts" is checked as "within 1 s, plus a second of slack", and the
+# test also fails if a change is seen before it was made (a wrong cache
+# would show as an old value, never as a new one too early).  Every check
+# runs in both directions.
+BCF_STORE=${BCF_STORE:-cephfs}
+BCF_TRANSPORT=${BCF_TRANSPORT:-tcp}
+. "$(dirname "$0")/lib.sh"
+[ "$BCF_STORE" = cephfs ] || bcf_hard "twoagents runs on a cephfs store"
+[ "$BCF_TRANSPORT" = tcp ] || bcf_skip "twoagents runs over tcp"
+bcf_init
+
+TMO=1
+OPTS=attr_timeout=$TMO,entry_timeout=$TMO
+# the longest a change may stay hidden, in tenths of a second
+HIDDEN=$(((TMO + 1) * 10))
+AGENT_B_PID=
+# mount B first, then its agent, then what bcf_cleanup_extra does (the
+# other extra mounts, their logs, bcf_cleanup: mount A, agent A, the
+# cluster)
+tb_cleanup()
+{
+	local rc=$?
+
+	cd / || true
+	bcf_umount_extra B || { [ $rc -eq 0 ] && rc=1; }
+	if [ -n "$AGENT_B_PID" ]; then
+		kill "$AGENT_B_PID" 2>/dev/null
+		bcf_wait_for 20 bcf_pid_gone "$AGENT_B_PID" || {
+			echo "agent B did not stop on SIGTERM" >&2
+			kill -KILL "$AGENT_B_PID"
+			[ $rc -eq 0 ] && rc=1
+		}
+		wait "$AGENT_B_PID"
+		AGENT_B_PID=
+	fi
+	(exit $rc)
+	bcf_cleanup_extra
+}
+trap tb_cleanup EXIT
+
+# agent A, and the first mount
+bcf_agent_tcp
+port_a=$BCF_PORT
+bcf_mount_at "tcp://127.0.0.1:$port_a" \
+	"transport=tcp,secret_file=$BCF_SECRET,$OPTS"
+A=$BCF_MNT
+
+# agent B: its own process, Ceph client and log (agent-b.log), the same
+# store; agent.log is A's
+start_b()
+{
+	local ready=$BCF_TMP/agent-b.ready
+
+	: > "$ready"
+	port_b=$(bcf_free_port) || bcf_hard "python3 found no free port"
+	"$BCF_AGENT" --store "$BCF_STORE_SPEC" \
+		--listen "tcp://127.0.0.1:$port_b" --foreground --ready-fd 3 \
+		--secret-file "$BCF_SECRET" --squash none \
+		3>"$ready" 2>>"$BCF_TMP/agent-b.log" &
+	AGENT_B_PID=$!
+	bcf_wait_for 30 grep -q '^ready$' "$ready" && return 0
+	kill "$AGENT_B_PID" 2>/dev/null
+	wait "$AGENT_B_PID" 2>/dev/null
+	AGENT_B_PID=
+	return 1
+}
+start_b || start_b || {
+	tail -n 20 "$BCF_TMP/agent-b.log" >&2
+	bcf_fail "the second agent did not become ready"
+}
+# its log is checked as the daemons' are: bcf_check_extra_logs reads
+# every fs-*.log
+ln -s agent-b.log "$BCF_TMP/fs-agent-b.log"
+bcf_mount_extra B "tcp://127.0.0.1:$port_b" \
+	"transport=tcp,secret_file=$BCF_SECRET,$OPTS"
+st=$?
+# bcf_mount_extra installed bcf_cleanup_extra: ours calls it
+trap tb_cleanup EXIT
+[ $st -eq 0 ] || bcf_fail "mount B did not come up"
+B=$BCF_TMP/B
+
+# within WHAT COMMAND...: COMMAND succeeds within $HIDDEN tenths of a
+# second; prints how long it took
+within()
+{
+	local what=$1 n=0 t0
+
+	shift
+	t0=$(date +%s%N)
+	until "$@"; do
+		n=$((n + 1))
+		[ $n -gt "$HIDDEN" ] &&
+			bcf_fail "$what: not seen within $((TMO + 1)) s"
+		sleep 0.1
+	done
+	bcf_log "$what: seen after $((($(date +%s%N) - t0) / 1000000)) ms"
+}
+
+reads() { [ "$(cat "$1" 2>/dev/null)" = "$2" ]; }
+gone() { ! stat "$1" >/dev/null 2>&1; }
+listed() { ls "$1" 2>/dev/null | grep -qxF "$2"; }
+size_is() { [ "$(stat -c %s "$1" 2>/dev/null)" = "$2" ]; }
+
+# one_way W R: what is done through mount W, mount R sees
+one_way()
+{
+	local w=$1 r=$2 d=$3 fd
+
+	mkdir "$w/$d" || bcf_fail "mkdir $d"
+	within "$d: a new directory, looked up" test -d "$r/$d"
+
+	# a new file, closed, is read on the next open
+	printf 'version one\n' > "$w/$d/f" || bcf_fail "write $d/f"
+	bcf_eq "$d/f read on its first open" "version one" "$(cat "$r/$d/f")"
+
+	# the reader's pages cached, and its descriptor open: an overwrite
+	# of the same size, closed, is read by the next open at once
+	exec {fd}< "$r/$d/f"
+	bcf_eq "$d/f cached" "version one" "$(cat "$r/$d/f")"
+	sleep 0.05	# a new mtime, even where it has coarse ticks
+	printf 'version two\n' > "$w/$d/f" || bcf_fail "rewrite $d/f"
+	bcf_eq "$d/f overwritten, read on the next open" "version two" \
+		"$(cat "$r/$d/f")"
+	exec {fd}<&-
+
+	# a new size: the next open reads every byte once the size the
+	# reader's kernel holds has expired
+	bcf_eq "$d/f cached again" "version two" "$(cat "$r/$d/f")"
+	printf 'version three, longer\n' > "$w/$d/f" ||
+		bcf_fail "grow $d/f"
+	within "$d/f grown, its new size" size_is "$r/$d/f" 22
+	bcf_eq "$d/f grown, read on the next open" \
+		"version three, longer" "$(cat "$r/$d/f")"
+
+	# names: a rename and an unlink, the reader having looked up both
+	printf 'moved\n' > "$w/$d/g" || bcf_fail "write $d/g"
+	within "$d/g: a new file" reads "$r/$d/g" moved
+	gone "$r/$d/h" || bcf_fail "$d/h exists before it was made"
+	mv "$w/$d/g" "$w/$d/h" || bcf_fail "rename $d/g $d/h"
+	within "$d/g renamed to h: the new name" reads "$r/$d/h" moved
+	within "$d/g renamed to h: the old name gone" gone "$r/$d/g"
+	within "$d/g renamed to h: the listing" listed "$r/$d" h
+	rm "$w/$d/h" || bcf_fail "unlink $d/h"
+	within "$d/h unlinked" gone "$r/$d/h"
+	rm "$w/$d/f" && rmdir "$w/$d" || bcf_fail "rm -r $d"
+	within "$d removed" gone "$r/$d"
+}
+
+one_way "$A" "$B" ab
+one_way "$B" "$A" ba
+
+# both write, each its own file, then read the other's: nothing of one
+# agent's writes is lost to the other's Ceph client
+bcf_gen twoagents-a $((4 << 20)) > "$BCF_TMP/ra"
+bcf_gen twoagents-b $((4 << 20)) > "$BCF_TMP/rb"
+cp "$BCF_TMP/ra" "$A/big-a" & pa=$!
+cp "$BCF_TMP/rb" "$B/big-b" & pb=$!
+wait $pa || bcf_fail "cp through A"
+wait $pb || bcf_fail "cp through B"
+within "big-a through B" test -e "$B/big-a"
+within "big-b through A" test -e "$A/big-b"
+bcf_same_sha "$BCF_TMP/ra" "$B/big-a"
+bcf_same_sha "$BCF_TMP/rb" "$A/big-b"
+# and the CephFS holds both, as a third Ceph client sees it
+bcf_same_sha "$BCF_TMP/ra" "$BCF_BACK/big-a"
+bcf_same_sha "$BCF_TMP/rb" "$BCF_BACK/big-b"
+exit 0
