@@ -40,6 +40,13 @@ enum agent_slot_state {
 
 struct agent_slot {
 	struct bcp_xsrv_op op;		/* first: completions find the slot */
+	/*
+	 * The storage I/O of a file without a descriptor (file_get() gave
+	 * fd -1), done with file_rw() on the blocking pool; res is its
+	 * result, written by the pool thread before the job is handed back.
+	 */
+	struct agent_job job;
+	ssize_t res;
 	struct agent_worker *w;
 	uint8_t *buf;
 	unsigned int idx;		/* fixed buffer index */
