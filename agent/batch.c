@@ -39,10 +39,19 @@
  * and ramfs take no RWF_NOWAIT (-EOPNOTSUPP) but never wait for a device:
  * their files are moved inline with plain calls (store.c decides, per
  * open file).
+ *
+ * Files without a descriptor (a cephfs store's: file_get() gives fd -1)
+ * take the same path, with the storage stage done by file_rw() on the
+ * blocking pool instead of an io_uring read or write: the job's result
+ * comes back to the worker as a CQE's would, through
+ * agent_batch_ring_done(), so short reads and writes mean the same.  Many
+ * chunks are out at once, so the store's calls overlap each other and
+ * the transfers.  They are never moved inline.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
@@ -256,12 +265,53 @@ static void batch_chunk_end(struct agent_slot *sl, int res)
 	agent_batch_schedule(w);
 }
 
+static struct agent_slot *batch_job_slot(struct agent_job *j)
+{
+	return (struct agent_slot *)((char *)j -
+				     offsetof(struct agent_slot, job));
+}
+
+/* Pool thread: the storage stage of a chunk of a file without an fd. */
+static void batch_job_run(struct agent_job *j)
+{
+	struct agent_slot *sl = batch_job_slot(j);
+	struct agent_batch *b = sl->b;
+	uint64_t off = b->segs[sl->seg].offset + sl->off;
+
+	if (sl->state == SLOT_READING)
+		sl->res = agent_store_file_rw(b->s->store, b->files[sl->seg],
+					      0, sl->buf, sl->len, off);
+	else
+		sl->res = agent_store_file_rw(b->s->store, b->files[sl->seg],
+					      1, sl->buf + sl->done,
+					      sl->len - sl->done,
+					      off + sl->done);
+}
+
+/* Back on the worker: on as a ring completion would go. */
+static void batch_job_done(struct agent_job *j)
+{
+	struct agent_slot *sl = batch_job_slot(j);
+
+	agent_batch_ring_done(sl->w, (uint64_t)(uintptr_t)sl | 1,
+			      (int32_t)sl->res);
+}
+
 static void batch_submit_rw(struct agent_slot *sl)
 {
 	struct agent_batch *b = sl->b;
 	const struct bcp_seg *sg = &b->segs[sl->seg];
-	struct io_uring_sqe *sqe = agent_ring_sqe(&sl->w->ring);
+	struct io_uring_sqe *sqe;
 
+	if (b->fds[sl->seg] < 0) {
+		/* the file's owner is the batch: it outlives the job */
+		sl->job.run = batch_job_run;
+		sl->job.done = batch_job_done;
+		sl->job.w = sl->w;
+		agent_pool_submit(&sl->job);
+		return;
+	}
+	sqe = agent_ring_sqe(&sl->w->ring);
 	if (sl->state == SLOT_READING)
 		io_uring_prep_read_fixed(sqe, b->fds[sl->seg], sl->buf,
 					 sl->len, sg->offset + sl->off,

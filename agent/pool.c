@@ -12,6 +12,11 @@
  * order; the sessions bound how many they have out (session.c), so one
  * session cannot fill the queue ahead of everyone else.
  *
+ * A store that may block on every call (AGENT_STORE_BLOCKING, cephfs)
+ * has all of its calls made here: every request of its sessions that
+ * calls it, and the data of its files (batch.c).  The pool then has more
+ * threads (worker.c), as each one waits for the store while it holds it.
+ *
  * Lock: pool_lock guards the queue and the stop flag; each worker's
  * inbox_lock guards its done list (worker.c).
  */

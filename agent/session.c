@@ -13,6 +13,14 @@
  * A malformed frame gets an error reply and the connection is closed; a
  * name the store refuses is only an error reply.
  *
+ * A store that may block on every call (AGENT_STORE_BLOCKING, cephfs) is
+ * never called on the worker: each request that calls it is copied into
+ * one of the session's jobs and its store calls run on the blocking pool,
+ * while the worker goes on serving its other sessions; the reply cache,
+ * the stats and the reply stay on the worker (session_mjob_*).  A session
+ * has up to SESS_JOBS_BLOCKING such jobs out, answered as they finish.
+ * Other stores are called on the worker, as they never wait for long.
+ *
  * Notifications (BCP_FEAT_NOTIFY, notify.h): the store publishes the
  * changes a request made before its reply is encoded; the events queued
  * for this session are encoded by agent_session_notify() into the room
@@ -97,8 +105,7 @@ struct agent_session *agent_session_new(struct agent_worker *w, int fd,
 	s->rbuf = malloc(SESS_RCAP);
 	s->wbuf = malloc(SESS_WCAP);
 	s->batches = calloc(AGENT_INFLIGHT_MAX, sizeof(*s->batches));
-	s->jobs = calloc(SESS_JOBS_MAX, sizeof(*s->jobs));
-	if (!s->rbuf || !s->wbuf || !s->batches || !s->jobs)
+	if (!s->rbuf || !s->wbuf || !s->batches)
 		goto out_free;
 	s->fd = fd;
 	s->is_unix = is_unix;
@@ -106,6 +113,13 @@ struct agent_session *agent_session_new(struct agent_worker *w, int fd,
 	s->store = agent_store_new(agent_backend, &w->ring, &s->ident);
 	if (!s->store)
 		goto out_free;
+	/* the backend says whether its sessions' stores may block */
+	s->store->flags |= agent_backend->flags & AGENT_STORE_BLOCKING;
+	s->jobs_max = agent_store_blocking(s->store) ? SESS_JOBS_BLOCKING :
+						       SESS_JOBS_MAX;
+	s->jobs = calloc(s->jobs_max, sizeof(*s->jobs));
+	if (!s->jobs)
+		goto out_store;
 	s->xsrv = bcp_xsrv_create(agent_batch_xfer_done, s);
 	if (!s->xsrv)
 		goto out_store;
@@ -122,7 +136,7 @@ struct agent_session *agent_session_new(struct agent_worker *w, int fd,
 		s->batches[i].next = s->batch_pool;
 		s->batch_pool = &s->batches[i];
 	}
-	for (i = 0; i < SESS_JOBS_MAX; i++) {
+	for (i = 0; i < s->jobs_max; i++) {
 		s->jobs[i].s = s;
 		s->jobs[i].next = s->job_pool;
 		s->job_pool = &s->jobs[i];
@@ -184,8 +198,10 @@ void agent_session_free(struct agent_session *s)
 	agent_store_destroy(s->store);
 	agent_notify_sess_destroy(s->ns);
 	agent_dbg("session %s: closed", s->peer);
-	for (i = 0; i < SESS_JOBS_MAX; i++)
+	for (i = 0; i < s->jobs_max; i++) {
 		free(s->jobs[i].call.buf);
+		free(s->jobs[i].buf);
+	}
 	free(s->jobs);
 	free(s->batches);
 	free(s->wbuf);
@@ -278,7 +294,7 @@ int agent_session_flush(struct agent_session *s)
 static int session_can_take(const struct agent_session *s)
 {
 	return s->state != SESS_CLOSING && !s->w->stopping &&
-	       SESS_WCAP - s->wlen >= (1 + s->jobs_live) * BCP_FRAME_MAX +
+	       SESS_WCAP - s->wlen >= BCP_FRAME_MAX + s->jobs_rsv +
 		       AGENT_INFLIGHT_MAX * SESS_BATCH_REP_MAX;
 }
 
@@ -292,7 +308,7 @@ static int session_can_take(const struct agent_session *s)
  */
 static uint32_t session_notify_room(const struct agent_session *s)
 {
-	uint32_t keep = (1 + s->jobs_live) * BCP_FRAME_MAX +
+	uint32_t keep = BCP_FRAME_MAX + s->jobs_rsv +
 			AGENT_INFLIGHT_MAX * SESS_BATCH_REP_MAX;
 	uint32_t room = SESS_WCAP - s->wlen;
 
@@ -361,7 +377,8 @@ void agent_session_notify(struct agent_session *s)
 	}
 }
 
-static int session_is_pool_op(uint16_t op)
+/* The calls that may block for long in every store (call_begin...). */
+static int session_is_call_op(uint16_t op)
 {
 	switch (op) {
 	case BCP_OP_FSYNC: case BCP_OP_FSYNCDIR: case BCP_OP_FALLOCATE:
@@ -370,6 +387,31 @@ static int session_is_pool_op(uint16_t op)
 	default:
 		return 0;
 	}
+}
+
+/* The requests served by session_call(): each calls the store. */
+static int session_is_store_op(uint16_t op)
+{
+	switch (op) {
+	case BCP_OP_LOOKUP: case BCP_OP_GETATTR: case BCP_OP_SETATTR:
+	case BCP_OP_CREATE: case BCP_OP_MKDIR: case BCP_OP_MKNOD:
+	case BCP_OP_SYMLINK: case BCP_OP_READLINK: case BCP_OP_LINK:
+	case BCP_OP_UNLINK: case BCP_OP_RMDIR: case BCP_OP_RENAME:
+	case BCP_OP_OPEN: case BCP_OP_OPENDIR: case BCP_OP_RELEASE:
+	case BCP_OP_RELEASEDIR: case BCP_OP_STATFS: case BCP_OP_SETXATTR:
+	case BCP_OP_GETXATTR: case BCP_OP_LISTXATTR: case BCP_OP_REMOVEXATTR:
+	case BCP_OP_LSEEK: case BCP_OP_REOPEN: case BCP_OP_REBIND:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* A request of op served on the blocking pool, for s. */
+static int session_is_pool_op(const struct agent_session *s, uint16_t op)
+{
+	return session_is_call_op(op) ||
+	       (agent_store_blocking(s->store) && session_is_store_op(op));
 }
 
 void agent_session_update_events(struct agent_session *s)
@@ -747,12 +789,13 @@ static void session_job_done(struct agent_job *j)
 	sj->next = s->job_pool;
 	s->job_pool = sj;
 	s->jobs_live--;
+	s->jobs_rsv -= sj->rsv;
 	s->kick = 1;
 }
 
 /*
  * A call that may block (store.h) goes to the blocking pool.  0: it is
- * out; -EAGAIN: the session has SESS_JOBS_MAX out already (the frame
+ * out; -EAGAIN: the session has all its jobs out already (the frame
  * waits); another -errno: refused, to be answered now.
  */
 static int session_job_start(struct agent_session *s,
@@ -774,6 +817,8 @@ static int session_job_start(struct agent_session *s,
 		return ret;
 	s->job_pool = sj->next;
 	s->jobs_live++;
+	sj->rsv = BCP_FRAME_MAX;
+	s->jobs_rsv += sj->rsv;
 	sj->hdr = m->hdr;
 	sj->t0 = t0;
 	sj->job.run = session_job_run;
@@ -886,15 +931,28 @@ static int session_has_client(const struct agent_session *s)
 }
 
 /*
+ * 1 when a cached outcome cannot be given again (an entry without a
+ * fid): the replay is executed once more.  Calls no store.
+ */
+static int session_rc_reexec(uint16_t op, const struct agent_rc_outcome *o)
+{
+	return o->status >= 0 &&
+	       (op == BCP_OP_CREATE || session_rc_entry_op(op)) &&
+	       agent_fid_zero(o->fid);
+}
+
+/*
  * A replayed request whose outcome is cached: answer as the first
  * execution did, an entry with a fresh handle of this session (and a
  * CREATE with a fresh fh, opened without O_TRUNC or O_EXCL).  -EAGAIN:
- * the outcome cannot be given again (no fid): execute once more.
+ * the outcome cannot be given again (session_rc_reexec()): execute once
+ * more.  *forget: a handle the caller forgets (one reference) on the
+ * worker, or 0.
  */
 static int session_rc_answer(struct agent_session *s,
 			     const struct bcp_msg *m,
 			     const struct agent_rc_outcome *o,
-			     struct bcp_msg *rep)
+			     struct bcp_msg *rep, uint64_t *forget)
 {
 	struct agent_store *st = s->store;
 	uint16_t op = m->hdr.opcode;
@@ -909,7 +967,7 @@ static int session_rc_answer(struct agent_session *s,
 					   &rep->u.attr_rep.attr);
 	if (op != BCP_OP_CREATE && !session_rc_entry_op(op))
 		return 0;
-	if (agent_fid_zero(o->fid))
+	if (session_rc_reexec(op, o))
 		return -EAGAIN;
 	ret = agent_store_fid_entry(st, o->fid, e);
 	if (ret < 0 || op != BCP_OP_CREATE)
@@ -919,7 +977,7 @@ static int session_rc_answer(struct agent_session *s,
 
 		ret = agent_store_open(st, e->handle, o->open_flags, 0, &orep);
 		if (ret < 0) {
-			agent_store_forget(st, e->handle, 1);
+			*forget = e->handle;
 			return ret;
 		}
 		rep->u.create_rep.fh = orep.fh;
@@ -955,10 +1013,11 @@ static void session_rc_name(const struct bcp_msg *m, uint64_t *parent,
 /*
  * A replay whose first execution may have run (its intent is cached, its
  * outcome is not): the error that a completed first execution causes is
- * the success it had.  ret is the second execution's result.
+ * the success it had.  ret is the second execution's result.  *forget:
+ * as for session_rc_answer().
  */
 static int session_rc_again(struct agent_session *s, const struct bcp_msg *m,
-			    int ret, struct bcp_msg *rep)
+			    int ret, struct bcp_msg *rep, uint64_t *forget)
 {
 	struct agent_store *st = s->store;
 	uint16_t op = m->hdr.opcode;
@@ -982,7 +1041,7 @@ static int session_rc_again(struct agent_session *s, const struct bcp_msg *m,
 				       m->name2, m->u.rename_req.newname_len,
 				       &e) < 0)
 			return ret;
-		agent_store_forget(st, e.handle, 1);
+		*forget = e.handle;
 		return 0;
 	case BCP_OP_MKDIR: case BCP_OP_MKNOD: case BCP_OP_SYMLINK:
 	case BCP_OP_LINK:
@@ -1002,7 +1061,7 @@ static int session_rc_again(struct agent_session *s, const struct bcp_msg *m,
 		     a.ino != e.attr.ino))
 			want = ~0u;
 		if (want && (e.attr.mode & S_IFMT) != want) {
-			agent_store_forget(st, e.handle, 1);
+			*forget = e.handle;
 			return ret;
 		}
 		rep->u.entry_rep.entry = e;
@@ -1050,102 +1109,74 @@ static int session_rebind(struct agent_session *s, const struct bcp_msg *m,
 	return 0;
 }
 
-/* Serve one decoded request.  -EAGAIN: not now (backpressure). */
-static int session_dispatch(struct agent_session *s, struct bcp_msg *m,
-			    uint64_t t0)
+/*
+ * The store call of a request (session_is_store_op()), its reply in rep;
+ * tail (SESS_TAIL_MAX bytes) takes the reply's data, st_rebind REBIND's
+ * statuses.  On the worker, or on a pool thread for a blocking store:
+ * touches nothing of s but its store and what HELLO settled.
+ */
+static int session_call(struct agent_session *s, const struct bcp_msg *m,
+			struct bcp_msg *rep, uint8_t *tail, int32_t *st_rebind)
 {
 	struct agent_store *st = s->store;
-	uint8_t tail[BCP_XATTR_LIST_MAX > BCP_READDIR_MAX ?
-		     BCP_XATTR_LIST_MAX : BCP_READDIR_MAX];
-	struct bcp_msg rep;
-	uint64_t t1 = agent_now_ns();	/* the store's call begins */
-	struct agent_rc_outcome oc;
-	int32_t st_rebind[BCP_REBINDS_MAX];
-	int ret = 0, cached = 0, again = 0, found;
-	uint32_t i;
+	int ret = 0;
 
-	bcp_msg_init_reply(&rep, m, 0);
-	if ((m->hdr.flags & BCP_HF_REPLAY) &&
-	    !(s->features & BCP_FEAT_RESUME)) {
-		ret = -EOPNOTSUPP;
-		goto out_reply;
-	}
-	if (session_rc_op(m->hdr.opcode) && session_has_client(s)) {
-		found = AGENT_RC_NONE;
-		if (m->hdr.flags & BCP_HF_REPLAY)
-			found = agent_rc_find(s->client, m->hdr.req_id,
-					      m->hdr.opcode, &oc);
-		if (found == AGENT_RC_DONE) {
-			ret = session_rc_answer(s, m, &oc, &rep);
-			if (ret != -EAGAIN)
-				goto out_reply;
-			bcp_msg_init_reply(&rep, m, 0);
-		}
-		again = found != AGENT_RC_NONE;
-		/* it may have run: never truncate or fail on O_EXCL again */
-		if (again && m->hdr.opcode == BCP_OP_CREATE)
-			m->u.create_req.flags &= ~(uint32_t)(O_TRUNC | O_EXCL);
-		agent_rc_intent(s->client, m->hdr.req_id, m->hdr.opcode);
-		cached = 1;
-	}
 	switch (m->hdr.opcode) {
-	case BCP_OP_PING:
-		break;
 	case BCP_OP_REBIND:
-		ret = session_rebind(s, m, &rep, st_rebind);
+		ret = session_rebind(s, m, rep, st_rebind);
 		break;
 	case BCP_OP_REOPEN:
 		ret = -EOPNOTSUPP;
 		if (s->features & BCP_FEAT_RESUME)
 			ret = agent_store_reopen(st, &m->u.reopen_req,
-						 &rep.u.open_rep);
+						 &rep->u.open_rep);
 		break;
 	case BCP_OP_LOOKUP:
 		ret = agent_store_lookup(st, m->u.named_req.parent, m->name,
 					 m->u.named_req.name_len,
-					 &rep.u.entry_rep.entry);
+					 &rep->u.entry_rep.entry);
 		break;
 	case BCP_OP_GETATTR:
 		ret = agent_store_getattr(st, m->u.node_req.handle,
 					  m->u.node_req.fh,
-					  &rep.u.attr_rep.attr);
+					  &rep->u.attr_rep.attr);
 		break;
 	case BCP_OP_SETATTR:
 		ret = agent_store_setattr(st, &m->u.setattr_req,
-					  &rep.u.attr_rep.attr);
+					  &rep->u.attr_rep.attr);
 		break;
 	case BCP_OP_CREATE:
 		ret = agent_store_create_file(st, &m->u.create_req, m->name,
-					      &rep.u.create_rep);
+					      &rep->u.create_rep);
 		if (!(s->features & BCP_FEAT_CREATED))
-			rep.u.create_rep.open_flags &=
+			rep->u.create_rep.open_flags &=
 				~(uint32_t)BCP_OPEN_CREATED;
 		break;
 	case BCP_OP_MKDIR:
 		ret = agent_store_mkdir(st, &m->u.mkdir_req, m->name,
-					&rep.u.entry_rep.entry);
+					&rep->u.entry_rep.entry);
 		break;
 	case BCP_OP_MKNOD:
 		ret = agent_store_mknod(st, &m->u.mknod_req, m->name,
-					&rep.u.entry_rep.entry);
+					&rep->u.entry_rep.entry);
 		break;
 	case BCP_OP_SYMLINK:
 		ret = agent_store_symlink(st, &m->u.symlink_req, m->name,
-					  m->name2, &rep.u.entry_rep.entry);
+					  m->name2, &rep->u.entry_rep.entry);
 		break;
 	case BCP_OP_READLINK:
 		ret = agent_store_readlink(st, m->u.handle_req.handle,
 					   (char *)tail, BCP_SYMLINK_MAX);
 		if (ret >= 0) {
-			rep.u.readlink_rep.len = (uint32_t)ret;
-			rep.data = tail;
-			rep.data_len = (uint32_t)ret;
+			rep->u.readlink_rep.len = (uint32_t)ret;
+			rep->data = tail;
+			rep->data_len = (uint32_t)ret;
 			ret = 0;
 		}
 		break;
 	case BCP_OP_LINK:
 		ret = agent_store_link(st, &m->u.link_req, m->name,
-				       &rep.u.entry_rep.entry);
+				       &rep->u.entry_rep.entry);
 		break;
 	case BCP_OP_UNLINK:
 	case BCP_OP_RMDIR:
@@ -1162,7 +1193,7 @@ static int session_dispatch(struct agent_session *s, struct bcp_msg *m,
 		ret = agent_store_open(st, m->u.open_req.handle,
 				       m->u.open_req.flags,
 				       m->hdr.opcode == BCP_OP_OPENDIR,
-				       &rep.u.open_rep);
+				       &rep->u.open_rep);
 		break;
 	case BCP_OP_RELEASE:
 	case BCP_OP_RELEASEDIR:
@@ -1170,18 +1201,9 @@ static int session_dispatch(struct agent_session *s, struct bcp_msg *m,
 					  m->u.node_req.fh,
 					  m->hdr.opcode == BCP_OP_RELEASEDIR);
 		break;
-	case BCP_OP_READDIR:
-	case BCP_OP_FSYNC:
-	case BCP_OP_FSYNCDIR:
-	case BCP_OP_FALLOCATE:
-	case BCP_OP_COPY_FILE_RANGE:
-		ret = session_job_start(s, m, t0);
-		if (ret == 0 || ret == -EAGAIN)
-			return ret;
-		break;
 	case BCP_OP_STATFS:
 		ret = agent_store_statfs(st, m->u.handle_req.handle,
-					 &rep.u.statfs_rep);
+					 &rep->u.statfs_rep);
 		break;
 	case BCP_OP_SETXATTR:
 		ret = agent_store_setxattr(st, m->u.setxattr_req.handle,
@@ -1195,8 +1217,8 @@ static int session_dispatch(struct agent_session *s, struct bcp_msg *m,
 				m->u.getxattr_req.size :
 				m->u.listxattr_req.size;
 
-		if (size > sizeof(tail))
-			size = sizeof(tail);
+		if (size > SESS_TAIL_MAX)
+			size = SESS_TAIL_MAX;
 		if (m->hdr.opcode == BCP_OP_GETXATTR)
 			ret = agent_store_getxattr(st,
 						   m->u.getxattr_req.handle,
@@ -1208,10 +1230,10 @@ static int session_dispatch(struct agent_session *s, struct bcp_msg *m,
 						    m->u.listxattr_req.handle,
 						    tail, size);
 		if (ret >= 0) {
-			rep.u.xattr_rep.size = (uint32_t)ret;
+			rep->u.xattr_rep.size = (uint32_t)ret;
 			if (size) {
-				rep.data = tail;
-				rep.data_len = (uint32_t)ret;
+				rep->data = tail;
+				rep->data_len = (uint32_t)ret;
 			}
 			ret = 0;
 		}
@@ -1222,6 +1244,213 @@ static int session_dispatch(struct agent_session *s, struct bcp_msg *m,
 					      m->name,
 					      m->u.removexattr_req.name_len);
 		break;
+	case BCP_OP_LSEEK:
+		ret = agent_store_lseek(st, &m->u.lseek_req,
+					&rep->u.lseek_rep.offset);
+		break;
+	}
+	return ret;
+}
+
+/*
+ * Answer m with ret (rep when 0): its stats and metrics (t1: the store's
+ * call began, 0: none), its reply.  On the worker.
+ */
+static void session_answer(struct agent_session *s, const struct bcp_msg *m,
+			   int ret, struct bcp_msg *rep, uint64_t t0,
+			   uint64_t t1)
+{
+	agent_stats_op(&s->w->stats, m->hdr.opcode, ret, t0);
+	agent_metrics_req(s->w, m->hdr.opcode, t0, t1);
+	if (ret < 0) {
+		bcp_msg_init_reply(rep, m, ret);
+		if (agent_cfg.log_level >= AGENT_LOG_DEBUG) {
+			char obj[300];
+
+			session_obj(m, obj, sizeof(obj));
+			agent_dbg("session %s: %s %s: %s", s->peer,
+				  bcp_op_name(m->hdr.opcode), obj,
+				  strerror(-ret));
+		}
+	}
+	agent_session_reply(s, rep);
+}
+
+/*
+ * The reply cache's part of a request, before it runs (on the worker):
+ * 1 when m is a replay answered from the cached outcome *oc (no store
+ * call made here: the caller makes them, session_rc_answer()); else 0,
+ * with *cached (its outcome is to be recorded) and *again (it may have
+ * run before: session_rc_again()) set, and the intent recorded.
+ */
+static int session_rc_begin(struct agent_session *s, struct bcp_msg *m,
+			    struct agent_rc_outcome *oc, int *cached,
+			    int *again)
+{
+	int found = AGENT_RC_NONE;
+
+	*cached = *again = 0;
+	if (!session_rc_op(m->hdr.opcode) || !session_has_client(s))
+		return 0;
+	if (m->hdr.flags & BCP_HF_REPLAY)
+		found = agent_rc_find(s->client, m->hdr.req_id, m->hdr.opcode,
+				      oc);
+	if (found == AGENT_RC_DONE && !session_rc_reexec(m->hdr.opcode, oc))
+		return 1;
+	*again = found != AGENT_RC_NONE;
+	/* it may have run: never truncate or fail on O_EXCL again */
+	if (*again && m->hdr.opcode == BCP_OP_CREATE)
+		m->u.create_req.flags &= ~(uint32_t)(O_TRUNC | O_EXCL);
+	agent_rc_intent(s->client, m->hdr.req_id, m->hdr.opcode);
+	*cached = 1;
+	return 0;
+}
+
+/* Output room the reply to op may take (a blocking store's job). */
+static uint32_t session_rep_max(uint16_t op)
+{
+	switch (op) {
+	case BCP_OP_GETXATTR: case BCP_OP_LISTXATTR: case BCP_OP_REBIND:
+		return BCP_FRAME_MAX;
+	default:
+		/* fixed bodies, READLINK's target: BCP_SYMLINK_MAX */
+		return SESS_REP_SMALL;
+	}
+}
+
+/* Pool thread: the store calls of a blocking store's request. */
+static void session_mjob_run(struct agent_job *j)
+{
+	struct agent_sjob *sj = (struct agent_sjob *)j;
+	uint8_t *tail = sj->buf + BCP_FRAME_MAX;
+	int32_t *st_rebind = (int32_t *)(tail + SESS_TAIL_MAX);
+	int ret;
+
+	sj->t1 = agent_now_ns();
+	if (sj->answer) {
+		sj->ret = session_rc_answer(sj->s, &sj->m, &sj->oc, &sj->rep,
+					    &sj->forget);
+		return;
+	}
+	ret = session_call(sj->s, &sj->m, &sj->rep, tail, st_rebind);
+	if (sj->again)
+		ret = session_rc_again(sj->s, &sj->m, ret, &sj->rep,
+				       &sj->forget);
+	sj->ret = ret;
+}
+
+/* Back on the worker: the reply cache, stats, the reply; serve on. */
+static void session_mjob_done(struct agent_job *j)
+{
+	struct agent_sjob *sj = (struct agent_sjob *)j;
+	struct agent_session *s = sj->s;
+
+	if (sj->forget)
+		agent_store_forget(s->store, sj->forget, 1);
+	/* kept before the reply goes out: a replay finds it */
+	if (sj->cached)
+		session_rc_record(s, &sj->m, sj->ret, &sj->rep);
+	session_answer(s, &sj->m, sj->ret, &sj->rep, sj->t0, sj->t1);
+	sj->next = s->job_pool;
+	s->job_pool = sj;
+	s->jobs_live--;
+	s->jobs_rsv -= sj->rsv;
+	s->kick = 1;
+}
+
+/*
+ * A request (session_is_store_op()) of a session whose store may block:
+ * the frame (len bytes) is copied into a job, whose store calls run on
+ * the blocking pool.  0: it is out; -EAGAIN: every job of the session is
+ * out (the frame waits); another -errno: to be answered now.
+ */
+static int session_mjob_start(struct agent_session *s, const uint8_t *frame,
+			      size_t len, uint64_t t0)
+{
+	struct agent_sjob *sj = s->job_pool;
+	enum bcp_err why = BCP_E_OK;
+	int ret;
+
+	if (!sj)
+		return -EAGAIN;
+	if (!sj->buf) {
+		sj->buf = malloc(SESS_JOB_BUF);
+		if (!sj->buf)
+			return -ENOMEM;
+	}
+	/* m's names and data point into the frame: into the copy now */
+	memcpy(sj->buf, frame, len);
+	ret = bcp_decode(sj->buf, len, &sj->m, &why);
+	if (ret < 0) {
+		agent_err("session %s: a frame that decoded does not decode "
+			  "again: %s", s->peer, bcp_err_str(why));
+		return ret;
+	}
+	bcp_msg_init_reply(&sj->rep, &sj->m, 0);
+	sj->forget = 0;
+	sj->answer = session_rc_begin(s, &sj->m, &sj->oc, &sj->cached,
+				      &sj->again);
+	s->job_pool = sj->next;
+	s->jobs_live++;
+	sj->rsv = session_rep_max(sj->m.hdr.opcode);
+	s->jobs_rsv += sj->rsv;
+	sj->hdr = sj->m.hdr;
+	sj->t0 = t0;
+	sj->t1 = 0;
+	sj->job.run = session_mjob_run;
+	sj->job.done = session_mjob_done;
+	sj->job.w = s->w;
+	agent_pool_submit(&sj->job);
+	return 0;
+}
+
+/*
+ * Serve one decoded request m, the frame of len bytes.  -EAGAIN: not now
+ * (backpressure).
+ */
+static int session_dispatch(struct agent_session *s, struct bcp_msg *m,
+			    const uint8_t *frame, size_t len, uint64_t t0)
+{
+	struct agent_store *st = s->store;
+	uint8_t tail[SESS_TAIL_MAX];
+	struct bcp_msg rep;
+	uint64_t t1 = agent_now_ns();	/* the store's call begins */
+	struct agent_rc_outcome oc;
+	int32_t st_rebind[BCP_REBINDS_MAX];
+	int ret = 0, cached = 0, again = 0;
+	uint64_t forget = 0;
+	uint32_t i;
+
+	bcp_msg_init_reply(&rep, m, 0);
+	if ((m->hdr.flags & BCP_HF_REPLAY) &&
+	    !(s->features & BCP_FEAT_RESUME)) {
+		ret = -EOPNOTSUPP;
+		goto out_reply;
+	}
+	if (agent_store_blocking(st) && session_is_store_op(m->hdr.opcode)) {
+		ret = session_mjob_start(s, frame, len, t0);
+		if (ret == 0 || ret == -EAGAIN)
+			return ret;
+		goto out_reply;
+	}
+	if (session_rc_begin(s, m, &oc, &cached, &again)) {
+		ret = session_rc_answer(s, m, &oc, &rep, &forget);
+		if (forget)
+			agent_store_forget(st, forget, 1);
+		goto out_reply;
+	}
+	switch (m->hdr.opcode) {
+	case BCP_OP_PING:
+		break;
+	case BCP_OP_READDIR:
+	case BCP_OP_FSYNC:
+	case BCP_OP_FSYNCDIR:
+	case BCP_OP_FALLOCATE:
+	case BCP_OP_COPY_FILE_RANGE:
+		ret = session_job_start(s, m, t0);
+		if (ret == 0 || ret == -EAGAIN)
+			return ret;
+		break;
 	case BCP_OP_FORGET:
 		for (i = 0; i < m->u.forget_req.count; i++) {
 			struct bcp_forget_one f;
@@ -1229,10 +1458,6 @@ static int session_dispatch(struct agent_session *s, struct bcp_msg *m,
 			bcp_msg_forget(m, i, &f);
 			agent_store_forget(st, f.handle, f.nlookup);
 		}
-		break;
-	case BCP_OP_LSEEK:
-		ret = agent_store_lseek(st, &m->u.lseek_req,
-					&rep.u.lseek_rep.offset);
 		break;
 	case BCP_OP_REGISTER_REGION:
 		session_register(s, m);
@@ -1249,6 +1474,10 @@ static int session_dispatch(struct agent_session *s, struct bcp_msg *m,
 			agent_metrics_req(s->w, m->hdr.opcode, t0, 0);
 		return ret;
 	default:
+		if (session_is_store_op(m->hdr.opcode)) {
+			ret = session_call(s, m, &rep, tail, st_rebind);
+			break;
+		}
 		/* HELLO/AUTH again, DATA_* from the host: out of place */
 		agent_warn("session %s: %s is not valid here; closing",
 			   s->peer, bcp_op_name(m->hdr.opcode));
@@ -1258,25 +1487,14 @@ static int session_dispatch(struct agent_session *s, struct bcp_msg *m,
 		return 0;
 	}
 	if (again)
-		ret = session_rc_again(s, m, ret, &rep);
+		ret = session_rc_again(s, m, ret, &rep, &forget);
+	if (forget)
+		agent_store_forget(st, forget, 1);
 	/* kept before the reply goes out: a replay finds it */
 	if (cached)
 		session_rc_record(s, m, ret, &rep);
 out_reply:
-	agent_stats_op(&s->w->stats, m->hdr.opcode, ret, t0);
-	agent_metrics_req(s->w, m->hdr.opcode, t0, t1);
-	if (ret < 0) {
-		bcp_msg_init_reply(&rep, m, ret);
-		if (agent_cfg.log_level >= AGENT_LOG_DEBUG) {
-			char obj[300];
-
-			session_obj(m, obj, sizeof(obj));
-			agent_dbg("session %s: %s %s: %s", s->peer,
-				  bcp_op_name(m->hdr.opcode), obj,
-				  strerror(-ret));
-		}
-	}
-	agent_session_reply(s, &rep);
+	session_answer(s, m, ret, &rep, t0, t1);
 	return 0;
 }
 
@@ -1325,7 +1543,7 @@ static int session_frame(struct agent_session *s, uint8_t *frame, size_t len)
 		session_auth(s, &m);
 		return 0;
 	}
-	return session_dispatch(s, &m, t0);
+	return session_dispatch(s, &m, frame, len, t0);
 }
 
 void agent_session_parse(struct agent_session *s)
@@ -1354,7 +1572,7 @@ void agent_session_parse(struct agent_session *s)
 		     h.opcode == BCP_OP_BATCH_PUSH) && !s->batch_pool &&
 		    s->state == SESS_READY)
 			break;	/* max_inflight reached: wait */
-		if (session_is_pool_op(h.opcode) && !s->job_pool &&
+		if (session_is_pool_op(s, h.opcode) && !s->job_pool &&
 		    s->state == SESS_READY)
 			break;	/* its pool calls are out: wait */
 		ret = session_frame(s, s->rbuf + pos, flen);

@@ -538,6 +538,25 @@ static void worker_fini(struct agent_worker *w)
 	close(w->epfd);
 }
 
+/*
+ * The blocking pool's size: --pool-threads serves the calls that may block
+ * for long in any store.  A store that may block on every call
+ * (AGENT_STORE_BLOCKING) has every session's requests and the data of its
+ * files on the pool: each worker's sessions keep several calls out at
+ * once, so it gets at least 4 threads per worker, and 16 at least.
+ */
+static unsigned int worker_pool_threads(unsigned int nw)
+{
+	unsigned int n = agent_cfg.pool_threads, want;
+
+	if (!agent_backend || !(agent_backend->flags & AGENT_STORE_BLOCKING))
+		return n;
+	want = 4 * nw;
+	if (want < 16)
+		want = 16;
+	return n > want ? n : want;
+}
+
 int agent_workers_start(unsigned int n)
 {
 	unsigned int i;
@@ -547,7 +566,7 @@ int agent_workers_start(unsigned int n)
 	workers = calloc(n, sizeof(*workers));
 	if (!workers)
 		return -ENOMEM;
-	ret = agent_pool_start(agent_cfg.pool_threads);
+	ret = agent_pool_start(worker_pool_threads(n));
 	if (ret < 0) {
 		free(workers);
 		workers = NULL;

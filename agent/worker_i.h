@@ -16,6 +16,7 @@
 #include "metrics.h"
 #include "bcp_xfer_srv.h"
 #include "notify.h"
+#include "resume.h"
 #include "store.h"
 
 enum agent_tag_kind {
@@ -39,6 +40,13 @@ enum agent_slot_state {
 
 struct agent_slot {
 	struct bcp_xsrv_op op;		/* first: completions find the slot */
+	/*
+	 * The storage I/O of a file without a descriptor (file_get() gave
+	 * fd -1), done with file_rw() on the blocking pool; res is its
+	 * result, written by the pool thread before the job is handed back.
+	 */
+	struct agent_job job;
+	ssize_t res;
 	struct agent_worker *w;
 	uint8_t *buf;
 	unsigned int idx;		/* fixed buffer index */
@@ -86,17 +94,52 @@ enum agent_session_state {
 /* one full reply per frame read, plus every batch reply in flight */
 #define SESS_BATCH_REP_MAX (BCP_HDR_SIZE + 8 + 4 * BCP_SEGS_MAX + 8)
 #define SESS_JOBS_MAX	2	/* blocking-pool calls a session has out */
+/*
+ * ... when its store is AGENT_STORE_BLOCKING: every request that calls
+ * the store is a pool call then, so several may wait for the store at
+ * once.  Their replies are mostly small (SESS_REP_SMALL each): the
+ * output buffer below holds the room all of them reserve.
+ */
+#define SESS_JOBS_BLOCKING 16
 #define SESS_WCAP	((2 + SESS_JOBS_MAX) * BCP_FRAME_MAX + \
 			 AGENT_INFLIGHT_MAX * SESS_BATCH_REP_MAX)
 #define SESS_FDS_MAX	4
+/* The reply of a metadata request without a variable-length tail. */
+#define SESS_REP_SMALL	8192u
+/* A reply's data: an xattr value or list, a symlink's target. */
+#define SESS_TAIL_MAX	(BCP_XATTR_LIST_MAX > BCP_READDIR_MAX ? \
+			 BCP_XATTR_LIST_MAX : BCP_READDIR_MAX)
+/*
+ * A blocking store's request keeps in its job: the frame (the decoded
+ * message points into it), the reply's data and REBIND's statuses.
+ */
+#define SESS_JOB_BUF	(BCP_FRAME_MAX + SESS_TAIL_MAX + \
+			 BCP_REBINDS_MAX * sizeof(int32_t))
 
-/* A request served on the blocking pool (session.c). */
+/*
+ * A request served on the blocking pool (session.c): one of the calls
+ * that may block for long in every store (call, through call_begin/run/
+ * end), or, when the session's store is AGENT_STORE_BLOCKING, any request
+ * that calls the store (m, rep: the store calls run in run(); the reply
+ * cache, stats and the reply stay on the worker, in done()).
+ */
 struct agent_sjob {
 	struct agent_job job;		/* first: the pool hands this back */
 	struct agent_session *s;
 	struct bcp_hdr hdr;		/* the request's, for the reply */
 	uint64_t t0;
+	uint64_t t1;			/* the store's call began (pool) */
+	uint32_t rsv;			/* output room its reply reserves */
 	struct agent_store_call call;
+	/* a blocking store's request; written by run(), read by done() */
+	struct bcp_msg m, rep;
+	int ret;
+	int answer;			/* a replay answered from oc */
+	int again;			/* a replay that may have run */
+	int cached;			/* its outcome goes to the cache */
+	struct agent_rc_outcome oc;
+	uint64_t forget;		/* a handle done() forgets; 0: none */
+	uint8_t *buf;			/* SESS_JOB_BUF, lazily */
 	struct agent_sjob *next;	/* the session's free list */
 };
 
@@ -130,6 +173,8 @@ struct agent_session {
 	unsigned int batches_live;
 	struct agent_batch *batches;	/* the pool's memory */
 	unsigned int jobs_live;		/* blocking-pool jobs not done */
+	unsigned int jobs_max;		/* SESS_JOBS_MAX or _BLOCKING */
+	uint32_t jobs_rsv;		/* output room their replies hold */
 	unsigned int slots_held;	/* staging slots its chunks hold */
 	struct agent_sjob *job_pool;	/* free jobs */
 	struct agent_sjob *jobs;	/* the pool's memory (lazily) */
