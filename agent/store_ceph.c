@@ -57,6 +57,7 @@
 #include <cephfs/libcephfs.h>
 
 #include "notify.h"
+#include "resume.h"
 #include "store.h"
 
 #define CS_BUCKETS_MIN		1024	/* doubled as nodes outnumber them */
@@ -351,7 +352,12 @@ static void cs_attr_fill(const struct ceph_statx *x, struct bcp_attr *a)
 	a->rdev = x->stx_rdev;
 }
 
-/* fid: format, tag of this CephFS, inode number; the rest zeros. */
+/*
+ * fid: format, tag of this CephFS, inode number, zeros, and a MAC over
+ * all of it and the tag made with the agent's handle key (resume.h), so
+ * that a host cannot name an inode it was never given (one outside the
+ * served path, say) by writing its number into a fid.
+ */
 static void cs_fid_make(const struct ceph_store *s, uint64_t ino,
 			uint8_t fid[BCP_FID_LEN])
 {
@@ -362,6 +368,8 @@ static void cs_fid_make(const struct ceph_store *s, uint64_t ino,
 	memcpy(fid + CS_FID_TAG_OFF, s->cb->tag, sizeof(s->cb->tag));
 	for (i = 0; i < 8; i++)
 		fid[CS_FID_INO_OFF + i] = (uint8_t)(ino >> (8 * i));
+	/* without a key the MAC stays zero: such a fid never passes */
+	agent_fid_store_seal(s->cb->tag, sizeof(s->cb->tag), fid);
 }
 
 /* The inode number a fid of this CephFS names, or 0. */
@@ -376,8 +384,10 @@ static uint64_t cs_fid_ino(const struct ceph_store *s,
 		ino |= (uint64_t)fid[CS_FID_INO_OFF + i] << (8 * i);
 	if (!ino)
 		return 0;
+	if (agent_fid_store_check(s->cb->tag, sizeof(s->cb->tag), fid) < 0)
+		return 0;
 	cs_fid_make(s, ino, want);
-	return memcmp(want, fid, BCP_FID_LEN) ? 0 : ino;
+	return memcmp(want, fid, AGENT_FID_MAC_OFF) ? 0 : ino;
 }
 
 static void cs_entry_fill(const struct ceph_store *s,

@@ -26,6 +26,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 
+#include "resume.h"
 #include "store.h"
 
 /* main.c's, which this test does not link: the defaults */
@@ -382,6 +383,12 @@ static void check_store(struct agent_backend *b)
 	      "fid_entry of another store");
 	CHECK(agent_store_getattr(s2, 78, 0, &a) == -ESTALE,
 	      "a buried handle");
+	/* the right tag but another inode number: the MAC fails */
+	memcpy(fid, cr.entry.fid, BCP_FID_LEN);
+	fid[24] = 1;	/* the inode number: 1 is the CephFS's root */
+	memset(fid + 25, 0, 7);
+	CHECK(agent_store_fid_entry(s2, fid, &fe) == -ESTALE,
+	      "a forged fid of inode 1");
 	agent_store_forget(s2, 77, 3);
 	agent_store_counts(s2, &nh, &files);
 	CHECK(files == 0, "files in the second session: %llu",
@@ -430,6 +437,9 @@ int main(void)
 	if (!realpath(sd ? sd : ".", src))
 		return 99;
 	check_failures();
+	/* fids are sealed with the handle key: a fresh one */
+	if (agent_resume_init("none", -1) < 0)
+		return 99;
 
 	snprintf(cdir, sizeof(cdir), "/tmp/agent_cephfs-%d", (int)getpid());
 	atexit(teardown);
