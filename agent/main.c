@@ -763,11 +763,13 @@ static int main_parse(struct main_cfg *cf, int argc, char **argv)
  */
 static void main_derive(struct agent_config *a)
 {
+	/* a store without a root fd (cephfs) holds no descriptors */
+	int nofd = agent_backend && agent_backend->root_fd < 0;
 	long per;
 
 	if (!a->max_slots)
 		a->max_slots = a->queue_depth / 4 ? a->queue_depth / 4 : 1;
-	if (!a->max_handles && agent_resume_handles()) {
+	if (!a->max_handles && (agent_resume_handles() || nofd)) {
 		/* a handle is a name, not a descriptor: memory bounds it */
 		a->max_handles = AGENT_HANDLES_MAX;
 	} else if (!a->max_handles) {
@@ -775,7 +777,9 @@ static void main_derive(struct agent_config *a)
 		a->max_handles = per < 16 ? 16 : per > AGENT_HANDLES_MAX ?
 				 AGENT_HANDLES_MAX : (unsigned int)per;
 	}
-	if (!a->max_files) {
+	if (!a->max_files && nofd) {
+		a->max_files = AGENT_FILES_MAX;
+	} else if (!a->max_files) {
 		per = agent_fds_budget / 8;
 		a->max_files = per < 16 ? 16 : per > AGENT_FILES_MAX ?
 			       AGENT_FILES_MAX : (unsigned int)per;
