@@ -118,6 +118,26 @@ def is_mounted(path):
     return False
 
 
+def unmount_wait(mnt, proc):
+    """Unmount mnt (lazily if it stays busy for 10 s) and reap proc, the
+    FUSE daemon serving it (killed if it does not exit within 30 s)."""
+    for _ in range(100):
+        if not is_mounted(mnt):
+            break
+        r = subprocess.run(["fusermount3", "-u", mnt],
+                           stderr=subprocess.DEVNULL)
+        if r.returncode == 0:
+            break
+        time.sleep(0.1)
+    if is_mounted(mnt):
+        subprocess.run(["fusermount3", "-uz", mnt])
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def drop_caches():
     os.sync()
     with open("/proc/sys/vm/drop_caches", "w") as f:
@@ -262,21 +282,7 @@ class Config:
         self.proc = None
 
     def umount(self):
-        for _ in range(100):
-            if not is_mounted(self.mnt):
-                break
-            r = subprocess.run(["fusermount3", "-u", self.mnt],
-                               stderr=subprocess.DEVNULL)
-            if r.returncode == 0:
-                break
-            time.sleep(0.1)
-        if is_mounted(self.mnt):
-            subprocess.run(["fusermount3", "-uz", self.mnt])
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        unmount_wait(self.mnt, self.proc)
         self.proc = None
         return {}
 
@@ -710,15 +716,7 @@ class CephCluster:
 
     def stop(self):
         if self.fuse:
-            if is_mounted(self.root):
-                subprocess.run(["fusermount3", "-u", self.root])
-            try:
-                self.fuse.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.fuse.kill()
-                self.fuse.wait()
-            if is_mounted(self.root):
-                subprocess.run(["fusermount3", "-uz", self.root])
+            unmount_wait(self.root, self.fuse)
             self.fuse = None
         subprocess.run([self.down, self.dir], timeout=120)
 
