@@ -114,6 +114,24 @@ struct agent_ident {
 	int allow_devices;		/* may MKNOD block/char devices */
 };
 
+/* The id a session with policy in may store for uid (or gid). */
+static inline uint32_t agent_ident_map(const struct agent_ident *in,
+				       uint32_t id, int gid)
+{
+	uint32_t anon = gid ? in->anon_gid : in->anon_uid;
+
+	if (id == (uint32_t)-1)
+		return id;
+	switch (in->squash) {
+	case AGENT_SQUASH_ALL:
+		return anon;
+	case AGENT_SQUASH_ROOT:
+		return id == 0 ? anon : id;
+	default:
+		return id;
+	}
+}
+
 /*
  * Descriptors: the agent-wide budget (RLIMIT_NOFILE less a reserve for
  * listeners, connections and the pool) that handles and open files of

@@ -236,24 +236,6 @@ static size_t cs_hash(const struct ceph_store *s, uint64_t v)
 	return (size_t)(v & (s->nbuckets - 1));
 }
 
-/* The id the session may store for uid (and gid): its squash policy. */
-static uint32_t cs_map_id(const struct ceph_store *s, uint32_t id, int gid)
-{
-	const struct agent_ident *in = s->ident;
-	uint32_t anon = gid ? in->anon_gid : in->anon_uid;
-
-	if (id == (uint32_t)-1)
-		return id;
-	switch (in->squash) {
-	case AGENT_SQUASH_ALL:
-		return anon;
-	case AGENT_SQUASH_ROOT:
-		return id == 0 ? anon : id;
-	default:
-		return id;
-	}
-}
-
 /* Copy a name into a C string after checking it again at this boundary. */
 static int cs_name(const char *name, size_t len, char out[256])
 {
@@ -1041,11 +1023,11 @@ static int cs_setattr(struct ceph_store *s, struct ceph_node *n,
 		memset(&x, 0, sizeof(x));
 		mask = 0;
 		if (r->valid & BCP_SETATTR_UID) {
-			x.stx_uid = cs_map_id(s, r->uid, 0);
+			x.stx_uid = agent_ident_map(s->ident, r->uid, 0);
 			mask |= CEPH_SETATTR_UID;
 		}
 		if (r->valid & BCP_SETATTR_GID) {
-			x.stx_gid = cs_map_id(s, r->gid, 1);
+			x.stx_gid = agent_ident_map(s->ident, r->gid, 1);
 			mask |= CEPH_SETATTR_GID;
 		}
 		ret = ceph_ll_setattr(s->cm, n->in, &x, mask, perms);
@@ -1167,8 +1149,8 @@ static int cs_own_new(struct ceph_store *s, struct ceph_node *parent,
 	if (x.stx_mode & S_ISGID)
 		mask &= ~CEPH_SETATTR_GID;
 	memset(&x, 0, sizeof(x));
-	x.stx_uid = cs_map_id(s, uid, 0);
-	x.stx_gid = cs_map_id(s, gid, 1);
+	x.stx_uid = agent_ident_map(s->ident, uid, 0);
+	x.stx_gid = agent_ident_map(s->ident, gid, 1);
 	if (x.stx_uid == (uint32_t)-1)
 		mask &= ~CEPH_SETATTR_UID;
 	if (x.stx_gid == (uint32_t)-1)

@@ -130,25 +130,6 @@ static unsigned int store_max_files(void)
 	return agent_cfg.max_files ? agent_cfg.max_files : AGENT_FILES_MAX;
 }
 
-/* The id the session may store for uid (and gid): its squash policy. */
-static uint32_t store_map_id(const struct posix_store *s, uint32_t id,
-			     int gid)
-{
-	const struct agent_ident *in = s->ident;
-	uint32_t anon = gid ? in->anon_gid : in->anon_uid;
-
-	if (id == (uint32_t)-1)
-		return id;
-	switch (in->squash) {
-	case AGENT_SQUASH_ALL:
-		return anon;
-	case AGENT_SQUASH_ROOT:
-		return id == 0 ? anon : id;
-	default:
-		return id;
-	}
-}
-
 static size_t store_hash(const struct posix_store *s, uint64_t v)
 {
 	v ^= v >> 33;
@@ -912,9 +893,9 @@ static int store_setattr(struct posix_store *s, struct store_node *n,
 	 */
 	if (r->valid & (BCP_SETATTR_UID | BCP_SETATTR_GID)) {
 		uid_t uid = (r->valid & BCP_SETATTR_UID) ?
-			    store_map_id(s, r->uid, 0) : (uid_t)-1;
+			    agent_ident_map(s->ident, r->uid, 0) : (uid_t)-1;
 		gid_t gid = (r->valid & BCP_SETATTR_GID) ?
-			    store_map_id(s, r->gid, 1) : (gid_t)-1;
+			    agent_ident_map(s->ident, r->gid, 1) : (gid_t)-1;
 
 		if (fchownat(nfd, "", uid, gid,
 			     AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
@@ -1046,8 +1027,8 @@ static int store_own_new(struct posix_store *s, struct store_node *parent,
 
 	if (s->euid != 0)
 		return 0;
-	uid = store_map_id(s, uid, 0);
-	gid = store_map_id(s, gid, 1);
+	uid = agent_ident_map(s->ident, uid, 0);
+	gid = agent_ident_map(s->ident, gid, 1);
 	ret = store_node_fd(s, parent);
 	if (ret < 0)
 		return ret;
