@@ -1007,6 +1007,7 @@ static int cs_setattr(struct ceph_store *s, struct ceph_node *n,
 {
 	UserPerm *perms = s->cb->perms;
 	struct ceph_statx x, cur;
+	uint32_t keep = 0;
 	int mask, ret;
 
 	if (r->valid & ~BCP_SETATTR_ALL)
@@ -1020,6 +1021,19 @@ static int cs_setattr(struct ceph_store *s, struct ceph_node *n,
 	}
 	/* owner first, then mode: as store_posix.c, a mode given is final */
 	if (r->valid & (BCP_SETATTR_UID | BCP_SETATTR_GID)) {
+		/*
+		 * The MDS drops both set-ID bits on every change of owner;
+		 * the host's kernel already decided which go (it sends a
+		 * mode then), so a change of owner alone keeps the mode
+		 */
+		if (!(r->valid & BCP_SETATTR_MODE)) {
+			ret = ceph_ll_getattr(s->cm, n->in, &cur,
+					      CEPH_STATX_MODE,
+					      AT_SYMLINK_NOFOLLOW, perms);
+			if (ret < 0)
+				return ret;
+			keep = cur.stx_mode & (S_ISUID | S_ISGID);
+		}
 		memset(&x, 0, sizeof(x));
 		mask = 0;
 		if (r->valid & BCP_SETATTR_UID) {
@@ -1034,8 +1048,9 @@ static int cs_setattr(struct ceph_store *s, struct ceph_node *n,
 		if (ret < 0)
 			return ret;
 	}
-	if (r->valid & BCP_SETATTR_MODE) {
-		uint32_t mode = r->mode & 07777;
+	if ((r->valid & BCP_SETATTR_MODE) || keep) {
+		uint32_t mode = r->valid & BCP_SETATTR_MODE ? r->mode & 07777 :
+				(cur.stx_mode & 07777);
 
 		if (n->mode == S_IFLNK)
 			return -EOPNOTSUPP;
@@ -1073,10 +1088,20 @@ static int cs_setattr(struct ceph_store *s, struct ceph_node *n,
 			return -EISDIR;
 		if (n->mode != S_IFREG)
 			return -EINVAL;
+		/*
+		 * A truncate marks mtime and ctime for update even when
+		 * the size stays (open(O_TRUNC) of an empty file); the MDS
+		 * changes neither then, so they are set with the size
+		 */
 		memset(&x, 0, sizeof(x));
 		x.stx_size = r->size;
-		ret = ceph_ll_setattr(s->cm, n->in, &x, CEPH_SETATTR_SIZE,
-				      perms);
+		mask = CEPH_SETATTR_SIZE;
+		if (!(r->valid & (BCP_SETATTR_MTIME | BCP_SETATTR_CTIME))) {
+			cs_now(&x.stx_mtime);
+			x.stx_ctime = x.stx_mtime;
+			mask |= CEPH_SETATTR_MTIME | CEPH_SETATTR_CTIME;
+		}
+		ret = ceph_ll_setattr(s->cm, n->in, &x, mask, perms);
 		if (ret < 0)
 			return ret;
 	}
@@ -1189,6 +1214,40 @@ static int cs_type_err(uint32_t mode)
 	}
 }
 
+/*
+ * Open in for flags.  O_TRUNC of an empty file changes no size, and then
+ * the MDS leaves mtime and ctime alone; POSIX marks both for update on
+ * every O_TRUNC open of an existing file, so they are set here.
+ */
+static int cs_open_file(struct ceph_store *s, Inode *in, uint32_t flags,
+			struct Fh **cfh)
+{
+	struct ceph_statx x;
+	int ret, empty = 0;
+
+	if (flags & O_TRUNC) {
+		ret = ceph_ll_getattr(s->cm, in, &x, CEPH_STATX_SIZE,
+				      AT_SYMLINK_NOFOLLOW, s->cb->perms);
+		if (ret < 0)
+			return ret;
+		empty = x.stx_size == 0;
+	}
+	ret = ceph_ll_open(s->cm, in, (int)flags, cfh, s->cb->perms);
+	if (ret < 0 || !empty)
+		return ret;
+	memset(&x, 0, sizeof(x));
+	cs_now(&x.stx_mtime);
+	x.stx_ctime = x.stx_mtime;
+	ret = ceph_ll_setattr(s->cm, in, &x,
+			      CEPH_SETATTR_MTIME | CEPH_SETATTR_CTIME,
+			      s->cb->perms);
+	if (ret < 0) {
+		ceph_ll_close(s->cm, *cfh);
+		*cfh = NULL;
+	}
+	return ret;
+}
+
 static int cfs_create_file(struct agent_store *bs,
 			    const struct bcp_create_req *r, const char *name,
 			    struct bcp_create_rep *out)
@@ -1233,8 +1292,7 @@ static int cfs_create_file(struct agent_store *bs,
 			goto out_put;
 		ret = cs_type_err(x.stx_mode);
 		if (ret == 0)
-			ret = ceph_ll_open(s->cm, in, (int)flags, &cfh,
-					   s->cb->perms);
+			ret = cs_open_file(s, in, flags, &cfh);
 		if (ret < 0) {
 			ceph_ll_put(s->cm, in);
 			goto out_put;
@@ -1470,6 +1528,24 @@ static int cfs_unlink(struct agent_store *bs, uint64_t parent,
 	return ret;
 }
 
+/*
+ * The MDS's reply to a rename carries the new parent, not the old one,
+ * so the Ceph client keeps the old parent's times and link count from
+ * before while its capabilities last.  Setting the times the rename gave
+ * it fetches the whole inode anew.  Best effort: the rename is made.
+ */
+static void cs_rename_source(struct ceph_store *s, struct ceph_node *p)
+{
+	struct ceph_statx x;
+
+	memset(&x, 0, sizeof(x));
+	cs_now(&x.stx_mtime);
+	x.stx_ctime = x.stx_mtime;
+	(void)ceph_ll_setattr(s->cm, p->in, &x,
+			      CEPH_SETATTR_MTIME | CEPH_SETATTR_CTIME,
+			      s->cb->perms);
+}
+
 static int cfs_rename(struct agent_store *bs, const struct bcp_rename_req *r,
 		       const char *name, const char *newname)
 {
@@ -1520,6 +1596,8 @@ static int cfs_rename(struct agent_store *bs, const struct bcp_rename_req *r,
 	cs_pub_peek(s, p, cname, &moved, &nlink);
 	cs_pub_peek(s, np, cnew, &target, &tlink);
 	ret = ceph_ll_rename(s->cm, p->in, cname, np->in, cnew, s->cb->perms);
+	if (ret == 0 && p->ino != np->ino)
+		cs_rename_source(s, p);
 	if (ret == 0) {
 		cs_pub_name(s, BCP_NOTIFY_ENTRY, p, cname, moved);
 		if (!target)
@@ -1547,8 +1625,7 @@ static int cs_open_node(struct ceph_store *s, struct ceph_node *n,
 		return cs_type_err(n->mode);
 	if (dir)
 		return ceph_ll_opendir(s->cm, n->in, cdir, s->cb->perms);
-	return ceph_ll_open(s->cm, n->in, (int)(flags & CS_OPEN_FLAGS), cfh,
-			    s->cb->perms);
+	return cs_open_file(s, n->in, flags & CS_OPEN_FLAGS, cfh);
 }
 
 static int cs_open(struct ceph_store *s, uint64_t handle, uint32_t flags,

@@ -98,6 +98,10 @@ bcf_init()
 {
 	[ -n "${top_builddir:-}" ] || bcf_hard "top_builddir is not set"
 	[ -n "${top_srcdir:-}" ] || bcf_hard "top_srcdir is not set"
+	# absolute: tests cd into their mounts, the trap runs from there
+	top_builddir=$(cd "$top_builddir" && pwd) &&
+		top_srcdir=$(cd "$top_srcdir" && pwd) ||
+		bcf_hard "top_builddir or top_srcdir is not a directory"
 	BCF_FS=$top_builddir/fs/bluecachefs
 	BCF_AGENT=$top_builddir/agent/bluecache-agent
 	case $BCF_TRANSPORT in

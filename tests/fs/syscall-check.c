@@ -5,6 +5,8 @@
  * reference that validates the checker itself).
  *
  * Usage: syscall-check DIR
+ * With SYSCALL_CHECK_NO_EXCHANGE set in the environment, RENAME_EXCHANGE
+ * must fail with EINVAL (a store that has no atomic exchange).
  * Every case works in a fresh subdirectory of DIR, prints "ok NAME" or
  * "FAIL NAME: what happened", and the exit status is 0 when every case
  * passed, 1 otherwise, 99 when DIR cannot be used at all.  Cases that need
@@ -244,7 +246,19 @@ static void case_rename(void)
 	EXPECT_ERR(renameat2(AT_FDCWD, "a", AT_FDCWD, "b", RENAME_NOREPLACE),
 		   EEXIST);
 	expect_content("b", b, sizeof(b));
-	EXPECT_OK(renameat2(AT_FDCWD, "a", AT_FDCWD, "b", RENAME_EXCHANGE));
+	if (getenv("SYSCALL_CHECK_NO_EXCHANGE")) {
+		/* a store without an atomic exchange refuses it whole */
+		EXPECT_ERR(renameat2(AT_FDCWD, "a", AT_FDCWD, "b",
+				     RENAME_EXCHANGE), EINVAL);
+		expect_content("a", a, sizeof(a));
+		expect_content("b", b, sizeof(b));
+		EXPECT_OK(rename("a", "t"));
+		EXPECT_OK(rename("b", "a"));
+		EXPECT_OK(rename("t", "b"));
+	} else {
+		EXPECT_OK(renameat2(AT_FDCWD, "a", AT_FDCWD, "b",
+				    RENAME_EXCHANGE));
+	}
 	expect_content("a", b, sizeof(b));
 	expect_content("b", a, sizeof(a));
 	EXPECT_ERR(renameat2(AT_FDCWD, "a", AT_FDCWD, "none",
