@@ -22,7 +22,9 @@
 #include <grp.h>
 #include <ini.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1705,6 +1707,54 @@ static int main_state_dir(char *buf, size_t cap)
 	return 0;
 }
 
+/* The store being opened on a thread of its own (main_store_open). */
+struct main_open {
+	int ret;
+	atomic_int done;
+};
+
+static void *main_open_thread(void *arg)
+{
+	struct main_open *o = arg;
+
+	o->ret = agent_backend_open(&main_cfg.spec,
+				    agent_cfg.store_timeout_s * 1000u,
+				    &agent_backend);
+	atomic_store(&o->done, 1);
+	return NULL;
+}
+
+/*
+ * Open the store with mask (SIGTERM, SIGINT, SIGHUP) blocked in every
+ * thread it starts (libcephfs's, in ceph_mount(), inherit the mask: one
+ * of them must never take SIGTERM's default action), while this thread
+ * still ends the start-up on one of them: a cluster that does not answer
+ * holds the start for up to --store-timeout.  Every kind of store fails
+ * here with one line (logged).
+ */
+static int main_store_open(const sigset_t *mask)
+{
+	struct timespec tick = { 0, 50 * 1000 * 1000 };
+	struct main_open o = { .ret = -1 };
+	pthread_t t;
+	int sig;
+
+	if (pthread_create(&t, NULL, main_open_thread, &o) != 0) {
+		main_open_thread(&o);
+		return o.ret;
+	}
+	while (!atomic_load(&o.done)) {
+		sig = sigtimedwait(mask, NULL, &tick);
+		if (sig > 0) {
+			agent_err("stopped by SIG%s while opening the store",
+				  sigabbrev_np(sig));
+			_exit(1);
+		}
+	}
+	pthread_join(t, NULL);
+	return o.ret;
+}
+
 int main(int argc, char **argv)
 {
 	struct agent_stats total;
@@ -1726,10 +1776,12 @@ int main(int argc, char **argv)
 		agent_err("%s", err);
 		return 1;
 	}
-	/* every kind of store fails here with one line (logged) */
-	if (agent_backend_open(&main_cfg.spec,
-			       agent_cfg.store_timeout_s * 1000u,
-			       &agent_backend) < 0)
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	if (main_store_open(&mask) < 0)
 		return 1;
 	agent_cfg.root_fd = agent_backend->root_fd;
 	ret = main_state_dir(state, sizeof(state));
@@ -1744,11 +1796,6 @@ int main(int argc, char **argv)
 	if (ret < 0)
 		return 1;
 	signal(SIGPIPE, SIG_IGN);
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	if (sfd < 0) {
 		agent_err("signalfd: %s", strerror(errno));

@@ -230,6 +230,24 @@ else
 	grep -q "^$E .*/nonexistent" "$tmp/out" ||
 		{ cat "$tmp/out"; fail "cephfs bad conf: does not name the file"; }
 	[ $((t1 - t0)) -le 10 ] || fail "cephfs bad conf: $((t1 - t0)) s"
+	# a monitor that does not answer holds the start up to the
+	# timeout, but SIGTERM ends it at once, with one line
+	printf '[global]\nmon_host = 127.0.0.1:9\nauth_client_required = none\n' \
+		> "$tmp/deaf.conf"
+	t0=$(date +%s)
+	timeout 60 "$agent" --store "cephfs:/,conf=$tmp/deaf.conf" \
+		--store-timeout 30 --listen "unix:$tmp/c" --foreground \
+		> "$tmp/out" 2>&1 &
+	pid=$!
+	sleep 1
+	kill -TERM $pid
+	wait $pid
+	rc=$?
+	t1=$(date +%s)
+	[ $rc -eq 1 ] || { cat "$tmp/out"; fail "cephfs SIGTERM at start: exit $rc"; }
+	grep -qx "$E stopped by SIGTERM while opening the store" "$tmp/out" ||
+		{ cat "$tmp/out"; fail "cephfs SIGTERM at start: no line"; }
+	[ $((t1 - t0)) -le 5 ] || fail "cephfs SIGTERM at start: $((t1 - t0)) s"
 	# with a cluster (tests/ceph/ceph-up.sh prints CEPH_CONF and
 	# CEPH_FS): --watch yes is refused, auto serves without watching,
 	# and /healthz asks the store

@@ -267,6 +267,22 @@ bcf_secret()
 }
 
 # bcf_start_agent ROOT LISTEN [ARGS...]: start bluecache-agent in the
+# bcf_sigterm_blocked PID: every thread of the agent PID blocks SIGTERM
+# (its signalfd takes it), the threads its store started too: one that
+# does not would die of SIGTERM's default action instead of stopping
+bcf_sigterm_blocked()
+{
+	local st blk
+
+	for st in /proc/"$1"/task/*/status; do
+		blk=$(awk '/^SigBlk:/ { print $2 }' "$st" 2>/dev/null)
+		[ -n "$blk" ] || continue	# the thread is gone
+		(( (16#$blk >> 14) & 1 )) ||
+			bcf_fail "agent thread ${st%/status} does not block" \
+				"SIGTERM (SigBlk $blk)"
+	done
+}
+
 # background, wait for its "ready" on --ready-fd; sets BCF_AGENT_PID.
 # Returns 1 (with the agent gone) if it did not become ready.
 bcf_start_agent()
@@ -284,6 +300,7 @@ bcf_start_agent()
 		--ready-fd 3 "$@" 3>"$ready" 2>>"$BCF_TMP/agent.log" &
 	BCF_AGENT_PID=$!
 	if bcf_wait_for 20 grep -q '^ready$' "$ready"; then
+		bcf_sigterm_blocked "$BCF_AGENT_PID"
 		return 0
 	fi
 	kill "$BCF_AGENT_PID" 2>/dev/null
