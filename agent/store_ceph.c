@@ -1156,42 +1156,53 @@ static int cfs_setattr(struct agent_store *bs,
 }
 
 /*
- * Give a newly made object (in) to the caller, as the session's identity
- * policy maps the ids.  In a set-group-ID directory it keeps the group the
- * MDS gave it (the directory's).  A mode with set-ID bits is applied again
- * after the owner (mode 0: a symlink).
+ * Give a newly made object (in, whose attributes are *x) to the caller,
+ * as the session's identity policy maps the ids.  In a set-group-ID
+ * directory it keeps the group the MDS gave it (the directory's).  A mode
+ * with set-ID bits is applied again after the owner (mode 0: a symlink).
+ * What already is as asked is not set again: a host acting as the
+ * agent's own identity creates with one request to the MDS.  *x is
+ * fetched anew when something changed.
  */
 static int cs_own_new(struct ceph_store *s, struct ceph_node *parent,
-		      Inode *in, uint32_t uid, uint32_t gid, uint32_t mode)
+		      Inode *in, struct ceph_statx *x, uint32_t uid,
+		      uint32_t gid, uint32_t mode)
 {
-	struct ceph_statx x;
 	int mask = CEPH_SETATTR_UID | CEPH_SETATTR_GID, ret;
+	struct ceph_statx y;
 
-	ret = ceph_ll_getattr(s->cm, parent->in, &x, CEPH_STATX_MODE,
+	ret = ceph_ll_getattr(s->cm, parent->in, &y, CEPH_STATX_MODE,
 			      AT_SYMLINK_NOFOLLOW, s->cb->perms);
 	if (ret < 0)
 		return ret;
-	if (x.stx_mode & S_ISGID)
+	if (y.stx_mode & S_ISGID)
 		mask &= ~CEPH_SETATTR_GID;
-	memset(&x, 0, sizeof(x));
-	x.stx_uid = agent_ident_map(s->ident, uid, 0);
-	x.stx_gid = agent_ident_map(s->ident, gid, 1);
-	if (x.stx_uid == (uint32_t)-1)
+	memset(&y, 0, sizeof(y));
+	y.stx_uid = agent_ident_map(s->ident, uid, 0);
+	y.stx_gid = agent_ident_map(s->ident, gid, 1);
+	if (y.stx_uid == (uint32_t)-1 || y.stx_uid == x->stx_uid)
 		mask &= ~CEPH_SETATTR_UID;
-	if (x.stx_gid == (uint32_t)-1)
+	if (y.stx_gid == (uint32_t)-1 || y.stx_gid == x->stx_gid)
 		mask &= ~CEPH_SETATTR_GID;
 	if (mask) {
-		ret = ceph_ll_setattr(s->cm, in, &x, mask, s->cb->perms);
+		ret = ceph_ll_setattr(s->cm, in, &y, mask, s->cb->perms);
 		if (ret < 0)
 			return ret;
 	}
-	if (mode & (S_ISUID | S_ISGID)) {
-		memset(&x, 0, sizeof(x));
-		x.stx_mode = (uint16_t)(mode & 07777);
-		ret = ceph_ll_setattr(s->cm, in, &x, CEPH_SETATTR_MODE,
+	if ((mode & (S_ISUID | S_ISGID)) &&
+	    (mask || (x->stx_mode & 07777) != (mode & 07777))) {
+		memset(&y, 0, sizeof(y));
+		y.stx_mode = (uint16_t)(mode & 07777);
+		ret = ceph_ll_setattr(s->cm, in, &y, CEPH_SETATTR_MODE,
 				      s->cb->perms);
+		if (ret < 0)
+			return ret;
+		mask = 1;
 	}
-	return ret;
+	if (!mask)
+		return 0;
+	return ceph_ll_getattr(s->cm, in, x, CS_WANT, AT_SYMLINK_NOFOLLOW,
+			       s->cb->perms);
 }
 
 /*
@@ -1275,11 +1286,7 @@ static int cfs_create_file(struct agent_store *bs,
 			     &in, &cfh, &x, CS_WANT, 0, s->cb->perms);
 	if (ret == 0) {
 		made = 1;
-		ret = cs_own_new(s, p, in, r->uid, r->gid, mode);
-		if (ret == 0)
-			ret = ceph_ll_getattr(s->cm, in, &x, CS_WANT,
-					      AT_SYMLINK_NOFOLLOW,
-					      s->cb->perms);
+		ret = cs_own_new(s, p, in, &x, r->uid, r->gid, mode);
 		if (ret < 0) {
 			ceph_ll_put(s->cm, in);
 			goto out_close;
@@ -1335,23 +1342,20 @@ out_put:
  * caller and take a lookup reference.
  */
 static int cs_made(struct ceph_store *s, struct ceph_node *p,
-		   const char *cname, Inode *in, uint32_t uid, uint32_t gid,
-		   uint32_t mode, struct bcp_entry *out)
+		   const char *cname, Inode *in, struct ceph_statx *x,
+		   uint32_t uid, uint32_t gid, uint32_t mode,
+		   struct bcp_entry *out)
 {
-	struct ceph_statx x;
 	int ret;
 
 	/* the name is made: news for the directory's holders */
 	cs_pub_name(s, BCP_NOTIFY_ENTRY, p, cname, 0);
-	ret = cs_own_new(s, p, in, uid, gid, mode);
-	if (ret == 0)
-		ret = ceph_ll_getattr(s->cm, in, &x, CS_WANT,
-				      AT_SYMLINK_NOFOLLOW, s->cb->perms);
+	ret = cs_own_new(s, p, in, x, uid, gid, mode);
 	if (ret < 0) {
 		ceph_ll_put(s->cm, in);
 		return ret;
 	}
-	return cs_node_add(s, in, &x, 0, 1, out, NULL);
+	return cs_node_add(s, in, x, 0, 1, out, NULL);
 }
 
 static int cfs_mkdir(struct agent_store *bs, const struct bcp_mkdir_req *r,
@@ -1371,10 +1375,10 @@ static int cfs_mkdir(struct agent_store *bs, const struct bcp_mkdir_req *r,
 	ret = cs_dir_get(s, r->parent, &p);
 	if (ret < 0)
 		return ret;
-	ret = ceph_ll_mkdir(s->cm, p->in, cname, mode, &in, &x, 0, 0,
+	ret = ceph_ll_mkdir(s->cm, p->in, cname, mode, &in, &x, CS_WANT, 0,
 			    s->cb->perms);
 	if (ret == 0)
-		ret = cs_made(s, p, cname, in, r->uid, r->gid, mode, out);
+		ret = cs_made(s, p, cname, in, &x, r->uid, r->gid, mode, out);
 	cs_node_put(s, p);
 	return ret;
 }
@@ -1409,9 +1413,10 @@ static int cfs_mknod(struct agent_store *bs, const struct bcp_mknod_req *r,
 	if (ret < 0)
 		return ret;
 	ret = ceph_ll_mknod(s->cm, p->in, cname, (r->mode & S_IFMT) | mode,
-			    (dev_t)r->rdev, &in, &x, 0, 0, s->cb->perms);
+			    (dev_t)r->rdev, &in, &x, CS_WANT, 0,
+			    s->cb->perms);
 	if (ret == 0)
-		ret = cs_made(s, p, cname, in, r->uid, r->gid, mode, out);
+		ret = cs_made(s, p, cname, in, &x, r->uid, r->gid, mode, out);
 	cs_node_put(s, p);
 	return ret;
 }
@@ -1439,10 +1444,10 @@ static int cfs_symlink(struct agent_store *bs,
 		return -ENOMEM;
 	ret = cs_dir_get(s, r->parent, &p);
 	if (ret == 0) {
-		ret = ceph_ll_symlink(s->cm, p->in, cname, t, &in, &x, 0, 0,
-				      s->cb->perms);
+		ret = ceph_ll_symlink(s->cm, p->in, cname, t, &in, &x,
+				      CS_WANT, 0, s->cb->perms);
 		if (ret == 0)
-			ret = cs_made(s, p, cname, in, r->uid, r->gid, 0,
+			ret = cs_made(s, p, cname, in, &x, r->uid, r->gid, 0,
 				      out);
 		cs_node_put(s, p);
 	}
