@@ -14,6 +14,9 @@
 # The changes are made behind the mount, in the agent's directory, when
 # the agent watches it (--watch); an agent without --watch cannot see
 # them, and then they are made through a second mount of the same agent.
+# On a cephfs store ($BCF_BACK is a ceph-fuse mount of the same CephFS,
+# another Ceph client) they are made there: what the agent hears of them
+# comes from the Ceph client's capabilities, no watch is needed.
 # Skips when the agent does not tell of changes (the mount says so), or
 # cannot watch its directory here.
 . "$(dirname "$0")/lib.sh"
@@ -29,7 +32,9 @@ trap 'rc=$?; exec 3<&- 4<&-; cd /; if [ -n "$M2_PID" ]; then
 	wait "$M2_PID"; fi; (exit $rc); bcf_cleanup' EXIT
 
 watch=()
-if "$BCF_AGENT" --help 2>&1 | grep -q -- '--watch'; then
+if [ "$BCF_STORE" = cephfs ]; then
+	other=ceph
+elif "$BCF_AGENT" --help 2>&1 | grep -q -- '--watch'; then
 	watch=(--watch yes)
 fi
 case $BCF_TRANSPORT in
@@ -69,7 +74,7 @@ M2_PID=$!
 bcf_wait_for 20 bcf_is_mounted "$m2" || bcf_fail "mount 2 did not come up"
 grep -q 'does not tell of changes' "$BCF_TMP/fs.log" &&
 	bcf_skip "this agent does not tell of changes made elsewhere"
-if [ ${#watch[@]} -gt 0 ]; then
+if [ ${#watch[@]} -gt 0 ] || [ "${other:-}" = ceph ]; then
 	c=$b
 else
 	bcf_log "the agent has no --watch: changes elsewhere are made" \
