@@ -1707,6 +1707,32 @@ static int main_state_dir(char *buf, size_t cap)
 	return 0;
 }
 
+/*
+ * Who this agent is to a cluster store across its restarts: the host, the
+ * state directory and the listeners, which no two agents running at once
+ * share (struct agent_store_spec, uuid).  NULL when out of memory: the
+ * store then reclaims nothing.
+ */
+static char *main_uuid(const char *state)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	char host[256] = "", *out;
+	const char *p;
+	unsigned int i;
+
+	gethostname(host, sizeof(host) - 1);
+	for (i = 0; i <= agent_cfg.nlisten; i++) {
+		p = i == 0 ? state : agent_cfg.listen[i - 1];
+		do {
+			h = (h ^ (uint8_t)*p) * 0x100000001b3ull;
+		} while (*p++);
+	}
+	if (asprintf(&out, "bluecache-agent:%s:%016llx", host,
+		     (unsigned long long)h) < 0)
+		return NULL;
+	return out;
+}
+
 /* The store being opened on a thread of its own (main_store_open). */
 struct main_open {
 	int ret;
@@ -1781,12 +1807,14 @@ int main(int argc, char **argv)
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	ret = main_state_dir(state, sizeof(state));
+	if (ret < 0)
+		return 1;
+	main_cfg.spec.uuid = main_uuid(state);
 	if (main_store_open(&mask) < 0)
 		return 1;
 	agent_cfg.root_fd = agent_backend->root_fd;
-	ret = main_state_dir(state, sizeof(state));
-	if (ret == 0)
-		ret = agent_resume_init(state, agent_cfg.root_fd);
+	ret = agent_resume_init(state, agent_cfg.root_fd);
 	if (ret < 0)
 		return 1;
 	ret = main_fds();

@@ -21,6 +21,7 @@ void agent_store_spec_free(struct agent_store_spec *sp)
 	free(sp->conf);
 	free(sp->id);
 	free(sp->fs);
+	free(sp->uuid);
 	memset(sp, 0, sizeof(*sp));
 }
 

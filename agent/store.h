@@ -58,6 +58,13 @@ struct agent_store_spec {
 	int kind;			/* enum agent_store_kind */
 	char *path;			/* posix: DIR; cephfs: PATH or NULL */
 	char *conf, *id, *fs;		/* cephfs only; NULL: the default */
+	/*
+	 * cephfs: who this agent is to the cluster across its restarts
+	 * (set by main, never parsed): the Ceph session a killed run left
+	 * behind is reset at start-up instead of holding its capabilities
+	 * until the MDS times it out.  NULL: no reclaim.
+	 */
+	char *uuid;
 };
 
 /*

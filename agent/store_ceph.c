@@ -2508,6 +2508,29 @@ static int cs_conf_set(struct ceph_mount_info *cm, const char *opt,
 	return ret;
 }
 
+/*
+ * A killed run of this agent left its Ceph session behind, holding the
+ * capabilities of the files it had open: until the MDS gives up on it
+ * (session_timeout, 60 s by default) every other client, this run
+ * included, waits for them.  The session is known by its uuid, the same
+ * for every run of this agent (uuid: main.c), and is reset here before
+ * mounting, as NFS-Ganesha does with its own.  Best effort: without it
+ * the MDS still ends the old session in time.
+ */
+static void cs_reclaim(struct ceph_backend *cb, const char *uuid)
+{
+	int ret = ceph_start_reclaim(cb->cm, uuid, CEPH_RECLAIM_RESET);
+
+	if (ret == 0)
+		agent_info("store cephfs: reset the Ceph session a previous "
+			   "run left (%s)", uuid);
+	else if (ret != -ENOENT)
+		agent_warn("store cephfs: cannot reset the Ceph session of a "
+			   "previous run (%s): %s", uuid, strerror(-ret));
+	ceph_finish_reclaim(cb->cm);
+	ceph_set_uuid(cb->cm, uuid);
+}
+
 int agent_ceph_open(const struct agent_store_spec *sp,
 		    unsigned int timeout_ms, struct agent_backend **out)
 {
@@ -2583,6 +2606,8 @@ int agent_ceph_open(const struct agent_store_spec *sp,
 			goto out_release;
 		}
 	}
+	if (sp->uuid)
+		cs_reclaim(cb, sp->uuid);
 	ret = ceph_mount(cb->cm, path);
 	if (ret < 0) {
 		if (ret == -ENOENT && sp->fs)
