@@ -1146,6 +1146,13 @@ static int cfs_setattr(struct agent_store *bs,
 	if (!n)
 		return -ESTALE;
 	ret = cs_setattr(s, n, r);
+	/*
+	 * With exclusive capabilities the Ceph client keeps a new mode,
+	 * owner, times or a larger size to itself for a while: in the MDS
+	 * before the answer, or they die with the agent (cs_wflags())
+	 */
+	if (ret == 0)
+		ret = ceph_ll_sync_inode(s->cm, n->in, 0);
 	if (ret == 0)
 		ret = cfs_getattr(bs, r->handle, 0, out);
 	/* even a failure may follow a step that was made (store_posix.c) */
@@ -1230,6 +1237,18 @@ static int cs_type_err(uint32_t mode)
  * the MDS leaves mtime and ctime alone; POSIX marks both for update on
  * every O_TRUNC open of an existing file, so they are set here.
  */
+/*
+ * A write is acknowledged to the host only once it is in the OSDs: bytes
+ * in the Ceph client's cache would die with the agent, and a host that
+ * outlives its agent (the daemon replays only what was not answered)
+ * must lose nothing.  O_DSYNC on every Fh that writes keeps the cache for
+ * reads and makes each write flush its range (Client::_write).
+ */
+static uint32_t cs_wflags(uint32_t flags)
+{
+	return (flags & O_ACCMODE) == O_RDONLY ? flags : flags | O_DSYNC;
+}
+
 static int cs_open_file(struct ceph_store *s, Inode *in, uint32_t flags,
 			struct Fh **cfh)
 {
@@ -1243,7 +1262,8 @@ static int cs_open_file(struct ceph_store *s, Inode *in, uint32_t flags,
 			return ret;
 		empty = x.stx_size == 0;
 	}
-	ret = ceph_ll_open(s->cm, in, (int)flags, cfh, s->cb->perms);
+	ret = ceph_ll_open(s->cm, in, (int)cs_wflags(flags), cfh,
+			   s->cb->perms);
 	if (ret < 0 || !empty)
 		return ret;
 	memset(&x, 0, sizeof(x));
@@ -1282,7 +1302,8 @@ static int cfs_create_file(struct agent_store *bs,
 	if (ret < 0)
 		return ret;
 	ret = ceph_ll_create(s->cm, p->in, cname, mode,
-			     (int)(flags | O_CREAT | O_EXCL | O_NOFOLLOW),
+			     (int)(cs_wflags(flags) | O_CREAT | O_EXCL |
+				   O_NOFOLLOW),
 			     &in, &cfh, &x, CS_WANT, 0, s->cb->perms);
 	if (ret == 0) {
 		made = 1;
