@@ -1208,6 +1208,10 @@ static int cs_own_new(struct ceph_store *s, struct ceph_node *parent,
 	}
 	if (!mask)
 		return 0;
+	/* in the MDS before the answer, as cfs_setattr() says */
+	ret = ceph_ll_sync_inode(s->cm, in, 0);
+	if (ret < 0)
+		return ret;
 	return ceph_ll_getattr(s->cm, in, x, CS_WANT, AT_SYMLINK_NOFOLLOW,
 			       s->cb->perms);
 }
