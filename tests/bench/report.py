@@ -304,7 +304,7 @@ class Report:
         L.append("## Ratios (median of same-run ratios)")
         L.append("")
         refs = [("tmpfs", "tmpfs"), ("pass", "best passthrough"),
-                ("sshfs", "sshfs")]
+                ("sshfs", "sshfs"), ("ceph-fuse", "ceph-fuse")]
         refs = [(r, t) for r, t in refs if r == "pass" and any(
             p in self.configs for p in PASSTHROUGHS) or r in self.configs]
         fuse = [c for c in self.configs if c not in ("tmpfs", "disk")]
