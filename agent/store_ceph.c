@@ -32,11 +32,19 @@
  * but ceph_ll_put().  A directory's stream has its own lock (one READDIR
  * at a time on one fh), taken with no other lock held.
  *
+ * Durability: a write or SETATTR is answered once the cluster has it
+ * (cs_wflags(), cfs_setattr()), as the posix store's are once the DPU's
+ * kernel has them: the daemon replays only what was not answered.
+ *
  * Not done: changes made by another Ceph client (a second agent on the
- * same CephFS) are not notified to this agent's sessions.  libcephfs's
- * ceph_ll_register_callbacks() (ino_cb, dentry_cb) could feed
- * agent_notify_external(); until it does, hosts see such changes when
- * their attribute and entry timeouts expire.
+ * same CephFS) are not notified to this agent's sessions; hosts see them
+ * at their next open (close-to-open) and when their attribute and entry
+ * timeouts expire.  libcephfs 16's ceph_ll_register_callbacks() is no
+ * source for them: ino_cb fires for another client's truncate and, only
+ * for data this client read, its write; dentry_cb for an unlink of a
+ * held file; nothing for chmod, utimes, or a create, rename or unlink in
+ * a held directory.  A capability revoked only makes the next getattr
+ * ask the MDS, silently.
  */
 /* libcephfs.h refuses a 32-bit off_t (its readdir offsets are 64-bit) */
 #define _FILE_OFFSET_BITS 64
