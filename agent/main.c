@@ -1751,26 +1751,30 @@ static void *main_open_thread(void *arg)
 }
 
 /*
- * Open the store with mask (SIGTERM, SIGINT, SIGHUP) blocked in every
- * thread it starts (libcephfs's, in ceph_mount(), inherit the mask: one
- * of them must never take SIGTERM's default action), while this thread
- * still ends the start-up on one of them: a cluster that does not answer
- * holds the start for up to --store-timeout.  Every kind of store fails
- * here with one line (logged).
+ * Open the store with SIGTERM, SIGINT and SIGHUP blocked in every thread
+ * it starts (libcephfs's, in ceph_mount(), inherit the mask: one of them
+ * must never take SIGTERM's default action), while this thread still
+ * ends the start-up on SIGTERM or SIGINT: a cluster that does not answer
+ * holds the start for up to --store-timeout.  A SIGHUP waits for the
+ * signalfd.  Every kind of store fails here with one line (logged).
  */
-static int main_store_open(const sigset_t *mask)
+static int main_store_open(void)
 {
 	struct timespec tick = { 0, 50 * 1000 * 1000 };
 	struct main_open o = { .ret = -1 };
+	sigset_t stop;
 	pthread_t t;
 	int sig;
 
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
 	if (pthread_create(&t, NULL, main_open_thread, &o) != 0) {
 		main_open_thread(&o);
 		return o.ret;
 	}
 	while (!atomic_load(&o.done)) {
-		sig = sigtimedwait(mask, NULL, &tick);
+		sig = sigtimedwait(&stop, NULL, &tick);
 		if (sig > 0) {
 			agent_err("stopped by SIG%s while opening the store",
 				  sigabbrev_np(sig));
@@ -1811,7 +1815,7 @@ int main(int argc, char **argv)
 	if (ret < 0)
 		return 1;
 	main_cfg.spec.uuid = main_uuid(state);
-	if (main_store_open(&mask) < 0)
+	if (main_store_open() < 0)
 		return 1;
 	agent_cfg.root_fd = agent_backend->root_fd;
 	ret = agent_resume_init(state, agent_cfg.root_fd);
