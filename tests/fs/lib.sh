@@ -266,7 +266,6 @@ bcf_secret()
 	chmod 600 "$1"
 }
 
-# bcf_start_agent ROOT LISTEN [ARGS...]: start bluecache-agent in the
 # bcf_sigterm_blocked PID: every thread of the agent PID blocks SIGTERM
 # (its signalfd takes it), the threads its store started too: one that
 # does not would die of SIGTERM's default action instead of stopping
@@ -283,6 +282,7 @@ bcf_sigterm_blocked()
 	done
 }
 
+# bcf_start_agent ROOT LISTEN [ARGS...]: start bluecache-agent in the
 # background, wait for its "ready" on --ready-fd; sets BCF_AGENT_PID.
 # Returns 1 (with the agent gone) if it did not become ready.
 bcf_start_agent()
