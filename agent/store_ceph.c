@@ -27,24 +27,23 @@
  * the last reference hands the Fh to the backend's closer thread rather
  * than close it on the worker.
  *
- * Lock order: a session's lock (ceph_store.lock), then a notify stripe
- * lock (notify.h).  No lock of ours is held across a call into libcephfs
- * but ceph_ll_put().  A directory's stream has its own lock (one READDIR
- * at a time on one fh), taken with no other lock held.
+ * Lock order: a session's lock (ceph_store.lock), then the backend's
+ * watch_lock, then a notify stripe lock (notify.h).  No lock of ours is
+ * held across a call into libcephfs but ceph_ll_put().  A directory's
+ * stream has its own lock (one READDIR at a time on one fh), taken with
+ * no other lock held.
  *
  * Durability: a write or SETATTR is answered once the cluster has it
  * (cs_wflags(), cfs_setattr()), as the posix store's are once the DPU's
  * kernel has them: the daemon replays only what was not answered.
  *
- * Not done: changes made by another Ceph client (a second agent on the
- * same CephFS) are not notified to this agent's sessions; hosts see them
- * at their next open (close-to-open) and when their attribute and entry
- * timeouts expire.  libcephfs 16's ceph_ll_register_callbacks() is no
- * source for them: ino_cb fires for another client's truncate and, only
- * for data this client read, its write; dentry_cb for an unlink of a
- * held file; nothing for chmod, utimes, or a create, rename or unlink in
- * a held directory.  A capability revoked only makes the next getattr
- * ask the MDS, silently.
+ * Changes made by another Ceph client (a second agent on the same
+ * CephFS, a ceph-fuse) reach the sessions holding the objects as
+ * agent_notify_external() events: from libcephfs's ino_cb and dentry_cb,
+ * and from the sweeper, which re-reads the attributes of every held
+ * object every CS_SWEEP_MS, a message to the MDS only where another
+ * client's change revoked our caps (see "changes made by other Ceph
+ * clients" below for what Ceph tells and what it does not).
  */
 /* libcephfs.h refuses a 32-bit off_t (its readdir offsets are 64-bit) */
 #define _FILE_OFFSET_BITS 64
@@ -53,6 +52,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,6 +75,17 @@
 #define CS_FID_TAG_OFF		8	/* 16 bytes naming the CephFS */
 #define CS_FID_INO_OFF		24	/* 8 bytes, little-endian */
 #define CS_WANT			(CEPH_STATX_BASIC_STATS)
+#define CS_WATCH_BUCKETS	4096	/* chains of held objects */
+#define CS_SWEEP_MS		250	/* a held object's attributes re-read */
+#define CS_SNAP_MAX		4096	/* names remembered per directory */
+#define CS_SELF_MAX		32	/* own names remembered per sweep */
+
+struct cs_watch;
+struct ceph_backend;
+static void cs_watch_hold(struct ceph_backend *cb, uint64_t ino, Inode *in);
+static void cs_watch_unhold(struct ceph_backend *cb, uint64_t ino);
+static void cs_watch_self(struct ceph_backend *cb, uint64_t ino,
+			  const char *name);
 
 /* ---- the backend: one mount for the agent ---- */
 
@@ -100,6 +111,21 @@ struct ceph_backend {
 	pthread_cond_t close_cond;
 	struct cs_close *close_head;
 	int close_stop;
+	/*
+	 * Changes by other Ceph clients (cs_watch_*): the objects the
+	 * sessions hold, swept by the sweeper thread.  Under watch_lock:
+	 * watch, nwatch, sweep_stop.
+	 */
+	pthread_t sweeper;
+	pthread_mutex_t watch_lock;
+	pthread_cond_t sweep_cond;
+	struct cs_watch **watch;	/* CS_WATCH_BUCKETS chains */
+	size_t nwatch;
+	size_t nfresh;			/* watches not swept yet */
+	int sweep_stop;
+	int sweeping;			/* the sweeper runs */
+	/* events published, by source (logged at close) */
+	atomic_ulong ev_ino_cb, ev_dentry_cb, ev_sweep, ev_self;
 };
 
 static void *cs_closer_main(void *arg)
@@ -273,6 +299,7 @@ static void cs_pub_inode(struct ceph_store *s, uint64_t ino, int64_t off,
 		.offset = off, .length = len,
 	};
 
+	cs_watch_self(s->cb, ino, NULL);
 	agent_notify_publish(s->ns, &c);
 }
 
@@ -286,8 +313,11 @@ static void cs_pub_name(struct ceph_store *s, uint32_t kind,
 		.name = name, .len = strlen(name),
 	};
 
-	if (ino)
+	cs_watch_self(s->cb, parent->ino, name);
+	if (ino) {
 		c.obj = cs_obj(s, ino);
+		cs_watch_self(s->cb, ino, NULL);
+	}
 	agent_notify_publish(s->ns, &c);
 }
 
@@ -455,9 +485,11 @@ static void cs_node_link(struct ceph_store *s, struct ceph_node *n)
 		b = cs_hash(s, n->ino);
 		n->inext = s->by_ino[b];
 		s->by_ino[b] = n;
-		if (s->ns)
+		if (s->ns) {
 			agent_notify_hold(&n->hold, s->ns, cs_obj(s, n->ino),
 					  n->handle);
+			cs_watch_hold(s->cb, n->ino, n->in);
+		}
 	}
 	n->linked = 1;
 	s->nnodes++;
@@ -482,6 +514,8 @@ static void cs_node_unlink(struct ceph_store *s, struct ceph_node *n)
 			break;
 		}
 	}
+	if (n->hold.ns)
+		cs_watch_unhold(s->cb, n->ino);
 	agent_notify_unhold(&n->hold);
 	n->linked = 0;
 	s->nnodes--;
@@ -733,10 +767,12 @@ static void cfs_notify_start(struct agent_store *bs,
 	if (!s->ns && ns) {
 		s->ns = ns;
 		for (i = 0; i < s->nbuckets; i++)
-			for (n = s->by_ino[i]; n; n = n->inext)
+			for (n = s->by_ino[i]; n; n = n->inext) {
 				agent_notify_hold(&n->hold, ns,
 						  cs_obj(s, n->ino),
 						  n->handle);
+				cs_watch_hold(s->cb, n->ino, n->in);
+			}
 	}
 	pthread_mutex_unlock(&s->lock);
 }
@@ -2464,6 +2500,556 @@ static int cfs_backend_statfs(struct agent_backend *b,
 	return 0;
 }
 
+/*
+ * ---- changes made by other Ceph clients ----
+ *
+ * Another Ceph client (a second agent on the same CephFS, a ceph-fuse, a
+ * kernel mount) changes an object through the MDS, not through any of
+ * our sessions, so nobody publishes it.  What libcephfs tells of it:
+ *
+ *  - ino_cb when the MDS revokes Fc (cached data) from our client, i.e.
+ *    when another client writes or truncates a file we read: the range
+ *    to drop.  It runs on the client's invalidator thread (a Finisher),
+ *    outside client_lock, and only for revocations: our own writes never
+ *    call it.  Published at once as INODE.
+ *  - dentry_cb when our client drops a dentry it cached: when it learns,
+ *    later, that another client removed or renamed it, and when the MDS
+ *    asks it to trim its cache.  Also a Finisher thread of its own.
+ *    Published as ENTRY, which at worst makes a host look a name up
+ *    again.
+ *
+ * Neither says anything of attributes (chmod, utimes, chown: the MDS
+ * revokes As, and libcephfs has no callback for that) nor of a name
+ * created in, or removed from, a directory we hold (Fs on the directory
+ * revoked: nothing either, and dentry_cb only when our client next looks
+ * there).  What does tell is the revocation itself: while our client
+ * holds a cap on an object, ceph_ll_getattr() answers from its cache,
+ * without a message; once another client's change revoked it, the next
+ * ceph_ll_getattr() asks the MDS and sees the change.  So the sweeper
+ * re-reads, every CS_SWEEP_MS, the attributes of every object a session
+ * holds (cheap while nothing changed), compares them with what it saw
+ * last, and publishes INODE (pages too when size or mtime moved); for a
+ * directory whose attributes moved it lists the directory and publishes
+ * ENTRY for every name that appeared or now names another object and
+ * DELETE for every name gone.  A directory of more than CS_SNAP_MAX
+ * names is not remembered: a change in it drops every host's caches
+ * (agent_notify_reset_all()).
+ *
+ * Our own sessions publish what they change themselves (cs_pub_*), and
+ * mark it here (cs_watch_self()): a change the sweep finds on an object
+ * marked since the last sweep is not published again, and of a
+ * directory's names only those not marked are.  A change another client
+ * makes to the same object in the same sweep is then told only by what
+ * the host's timeouts bound.
+ *
+ * Locks: watch_lock is taken under a session's lock (cs_watch_hold()
+ * from cs_node_link()) and held while publishing (notify's stripe
+ * locks); never across a call into libcephfs.
+ */
+struct cs_name {
+	uint64_t ino;
+	char *name;
+};
+
+struct cs_watch {
+	struct cs_watch *next;
+	uint64_t ino;
+	unsigned int holds;		/* session nodes registered */
+	int known;			/* x is what the last sweep saw */
+	struct ceph_statx x;
+	/* a directory's names, sorted; toobig: more than CS_SNAP_MAX */
+	int listed, toobig;
+	int fresh;			/* not swept yet: soon */
+	struct cs_name *names;
+	size_t nnames;
+	/* our sessions changed it since the last sweep */
+	int self, self_all;
+	unsigned int nself;
+	char *self_names[CS_SELF_MAX];
+};
+
+static struct cs_watch **cs_watch_slot(struct ceph_backend *cb,
+				       uint64_t ino)
+{
+	struct cs_watch **pp;
+
+	pp = &cb->watch[(ino * 0x9e3779b97f4a7c15ull) >>
+			(64 - 12) & (CS_WATCH_BUCKETS - 1)];
+	while (*pp && (*pp)->ino != ino)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+static void cs_names_free(struct cs_name *v, size_t n)
+{
+	while (n--)
+		free(v[n].name);
+	free(v);
+}
+
+static void cs_self_clear(struct cs_watch *w)
+{
+	while (w->nself)
+		free(w->self_names[--w->nself]);
+	w->self = 0;
+	w->self_all = 0;
+}
+
+/*
+ * A session registered a hold on ino (its lock held).  What the host
+ * was just told of it is what the client's cache holds now: the first
+ * sweep compares with that, so that a change between the host's lookup
+ * and the sweep is not taken for the starting point.
+ */
+static void cs_watch_hold(struct ceph_backend *cb, uint64_t ino, Inode *in)
+{
+	struct cs_watch **pp, *w;
+	struct ceph_statx x;
+	int known;
+
+	if (!cb->watch)
+		return;
+	/* from the cache (no message), as ceph_ll_put() is */
+	known = in && ceph_ll_getattr(cb->cm, in, &x, CEPH_STATX_BASIC_STATS |
+				      CEPH_STATX_VERSION, AT_STATX_DONT_SYNC,
+				      cb->perms) == 0;
+	pthread_mutex_lock(&cb->watch_lock);
+	pp = cs_watch_slot(cb, ino);
+	if (*pp) {
+		(*pp)->holds++;
+	} else {
+		w = calloc(1, sizeof(*w));
+		/* out of memory: the host's timeouts bound what it misses */
+		if (w) {
+			w->ino = ino;
+			w->holds = 1;
+			w->known = known;
+			if (known)
+				w->x = x;
+			*pp = w;
+			cb->nwatch++;
+			/* a directory's names are listed at once */
+			if (!known || S_ISDIR(x.stx_mode)) {
+				w->fresh = 1;
+				cb->nfresh++;
+				pthread_cond_signal(&cb->sweep_cond);
+			}
+		}
+	}
+	pthread_mutex_unlock(&cb->watch_lock);
+}
+
+static void cs_watch_unhold(struct ceph_backend *cb, uint64_t ino)
+{
+	struct cs_watch **pp, *w;
+
+	if (!cb->watch)
+		return;
+	pthread_mutex_lock(&cb->watch_lock);
+	pp = cs_watch_slot(cb, ino);
+	w = *pp;
+	if (w && --w->holds == 0) {
+		*pp = w->next;
+		cb->nwatch--;
+		cb->nfresh -= w->fresh;
+		cs_names_free(w->names, w->nnames);
+		cs_self_clear(w);
+		free(w);
+	}
+	pthread_mutex_unlock(&cb->watch_lock);
+}
+
+/* Our session changed ino (name in it, when not NULL): not news. */
+static void cs_watch_self(struct ceph_backend *cb, uint64_t ino,
+			  const char *name)
+{
+	struct cs_watch *w;
+	char *d;
+
+	if (!cb->watch)
+		return;
+	pthread_mutex_lock(&cb->watch_lock);
+	w = *cs_watch_slot(cb, ino);
+	if (w) {
+		w->self = 1;
+		if (name && !w->self_all) {
+			d = w->nself < CS_SELF_MAX ? strdup(name) : NULL;
+			if (d)
+				w->self_names[w->nself++] = d;
+			else
+				w->self_all = 1;
+		}
+	}
+	pthread_mutex_unlock(&cb->watch_lock);
+}
+
+static int cs_self_named(const struct cs_watch *w, const char *name)
+{
+	unsigned int i;
+
+	if (w->self_all)
+		return 1;
+	for (i = 0; i < w->nself; i++)
+		if (!strcmp(w->self_names[i], name))
+			return 1;
+	return 0;
+}
+
+static void cs_ext(struct ceph_backend *cb, uint32_t kind, uint64_t parent,
+		   const char *name, uint64_t ino, int64_t off, int64_t len)
+{
+	struct agent_change c = {
+		.kind = kind, .name = name, .len = name ? strlen(name) : 0,
+		.offset = off, .length = len,
+	};
+
+	if (parent)
+		c.parent = (struct agent_obj){ cb->dev, parent };
+	if (ino)
+		c.obj = (struct agent_obj){ cb->dev, ino };
+	agent_notify_external(&c);
+}
+
+/* libcephfs's invalidator thread: another client changed ino's data. */
+static void cs_ino_cb(void *handle, vinodeno_t ino, int64_t off,
+		      int64_t len)
+{
+	struct ceph_backend *cb = handle;
+
+	/* Ceph's (0, 0) is all of it, as NOTIFY's */
+	atomic_fetch_add(&cb->ev_ino_cb, 1);
+	cs_ext(cb, BCP_NOTIFY_INODE, 0, NULL, ino.ino.val, off, len);
+}
+
+/* libcephfs's dentry invalidator thread: name in dirino is stale. */
+static void cs_dentry_cb(void *handle, vinodeno_t dirino, vinodeno_t ino,
+			 const char *name, size_t len)
+{
+	struct ceph_backend *cb = handle;
+	char cname[256];
+
+	if (!len || len > BCP_NAME_MAX)
+		return;
+	memcpy(cname, name, len);
+	cname[len] = '\0';
+	atomic_fetch_add(&cb->ev_dentry_cb, 1);
+	cs_ext(cb, BCP_NOTIFY_ENTRY, dirino.ino.val, cname, ino.ino.val, 0,
+	       0);
+}
+
+static int cs_name_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct cs_name *)a)->name,
+		      ((const struct cs_name *)b)->name);
+}
+
+/*
+ * The names of directory in, sorted: 0, or -E2BIG past CS_SNAP_MAX, or
+ * -errno.
+ */
+static int cs_list(struct ceph_backend *cb, Inode *in, struct cs_name **out,
+		   size_t *nout)
+{
+	struct ceph_dir_result *dir;
+	struct cs_name *v = NULL, *nv;
+	struct dirent *de;
+	size_t n = 0, cap = 0;
+	int ret;
+
+	ret = ceph_ll_opendir(cb->cm, in, &dir, cb->perms);
+	if (ret < 0)
+		return ret;
+	while ((de = ceph_readdir(cb->cm, dir))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (n == CS_SNAP_MAX) {
+			ret = -E2BIG;
+			break;
+		}
+		if (n == cap) {
+			cap = cap ? 2 * cap : 16;
+			nv = realloc(v, cap * sizeof(*v));
+			if (!nv) {
+				ret = -ENOMEM;
+				break;
+			}
+			v = nv;
+		}
+		v[n].ino = de->d_ino;
+		v[n].name = strdup(de->d_name);
+		if (!v[n].name) {
+			ret = -ENOMEM;
+			break;
+		}
+		n++;
+	}
+	ceph_ll_releasedir(cb->cm, dir);
+	if (ret < 0) {
+		cs_names_free(v, n);
+		return ret;
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), cs_name_cmp);
+	*out = v;
+	*nout = n;
+	return 0;
+}
+
+/* What changed between a directory's old and new names (watch_lock). */
+static void cs_diff(struct ceph_backend *cb, const struct cs_watch *w,
+		    const struct cs_name *nv, size_t nn)
+{
+	const struct cs_name *ov = w->names;
+	size_t i = 0, j = 0, on = w->nnames;
+	int c;
+
+	while (i < on || j < nn) {
+		c = i == on ? 1 : j == nn ? -1 :
+		    strcmp(ov[i].name, nv[j].name);
+		if (c < 0 && !cs_self_named(w, ov[i].name)) {
+			atomic_fetch_add(&cb->ev_sweep, 1);
+			cs_ext(cb, BCP_NOTIFY_DELETE, w->ino, ov[i].name,
+			       ov[i].ino, 0, 0);
+		} else if (c > 0 && !cs_self_named(w, nv[j].name)) {
+			atomic_fetch_add(&cb->ev_sweep, 1);
+			cs_ext(cb, BCP_NOTIFY_ENTRY, w->ino, nv[j].name,
+			       nv[j].ino, 0, 0);
+		} else if (c == 0 && ov[i].ino != nv[j].ino &&
+			   !cs_self_named(w, nv[j].name)) {
+			atomic_fetch_add(&cb->ev_sweep, 1);
+			cs_ext(cb, BCP_NOTIFY_ENTRY, w->ino, nv[j].name,
+			       ov[i].ino, 0, 0);
+		}
+		if (c <= 0)
+			i++;
+		if (c >= 0)
+			j++;
+	}
+}
+
+static int cs_time_ne(struct timespec a, struct timespec b)
+{
+	return a.tv_sec != b.tv_sec || a.tv_nsec != b.tv_nsec;
+}
+
+/* Re-read ino; publish what another client changed since the last time. */
+static void cs_sweep_one(struct ceph_backend *cb, uint64_t ino)
+{
+	struct cs_name *nv = NULL;
+	struct ceph_statx x;
+	struct cs_watch *w;
+	size_t nn = 0;
+	int ret, listed = 0, toobig = 0, attrs, data, was_known, dir;
+	Inode *in;
+
+	/* held by a session: in the client's cache, no message */
+	if (ceph_ll_lookup_inode(cb->cm, (struct inodeno_t){ ino }, &in) < 0)
+		return;
+	ret = ceph_ll_getattr(cb->cm, in, &x,
+			      CEPH_STATX_BASIC_STATS | CEPH_STATX_VERSION, 0,
+			      cb->perms);
+	if (ret < 0)
+		goto out_put;
+	dir = S_ISDIR(x.stx_mode);
+	/* list a directory the first time and whenever it moved */
+	pthread_mutex_lock(&cb->watch_lock);
+	w = *cs_watch_slot(cb, ino);
+	if (w && dir && (!w->known || !w->listed ||
+			 x.stx_version != w->x.stx_version ||
+			 cs_time_ne(x.stx_mtime, w->x.stx_mtime) ||
+			 x.stx_size != w->x.stx_size))
+		listed = 1;
+	pthread_mutex_unlock(&cb->watch_lock);
+	if (!w)
+		goto out_put;
+	if (listed) {
+		ret = cs_list(cb, in, &nv, &nn);
+		if (ret == -E2BIG)
+			toobig = 1;
+		else if (ret < 0)
+			listed = 0;
+	}
+	pthread_mutex_lock(&cb->watch_lock);
+	w = *cs_watch_slot(cb, ino);
+	if (!w)
+		goto out_unlock;
+	was_known = w->known;
+	data = was_known && (x.stx_size != w->x.stx_size ||
+			     cs_time_ne(x.stx_mtime, w->x.stx_mtime));
+	attrs = was_known && (data || x.stx_mode != w->x.stx_mode ||
+			      x.stx_uid != w->x.stx_uid ||
+			      x.stx_gid != w->x.stx_gid ||
+			      x.stx_nlink != w->x.stx_nlink ||
+			      x.stx_version != w->x.stx_version ||
+			      cs_time_ne(x.stx_ctime, w->x.stx_ctime));
+	if (attrs && w->self) {
+		atomic_fetch_add(&cb->ev_self, 1);
+	} else if (attrs) {
+		atomic_fetch_add(&cb->ev_sweep, 1);
+		cs_ext(cb, BCP_NOTIFY_INODE, 0, NULL, ino, dir || !data ?
+		       -1 : 0, 0);
+	}
+	if (listed && toobig) {
+		if (attrs && !w->self)
+			agent_notify_reset_all();
+		cs_names_free(w->names, w->nnames);
+		w->names = NULL;
+		w->nnames = 0;
+		w->toobig = 1;
+		w->listed = 1;
+	} else if (listed) {
+		/* changed since the host looked: which names, unknown */
+		if ((!w->listed || w->toobig) && attrs && !w->self)
+			agent_notify_reset_all();
+		else if (w->listed)
+			cs_diff(cb, w, nv, nn);
+		cs_names_free(w->names, w->nnames);
+		w->names = nv;
+		w->nnames = nn;
+		nv = NULL;
+		nn = 0;
+		w->toobig = 0;
+		w->listed = 1;
+	}
+	w->x = x;
+	w->known = 1;
+	cs_self_clear(w);
+out_unlock:
+	pthread_mutex_unlock(&cb->watch_lock);
+	cs_names_free(nv, nn);
+out_put:
+	ceph_ll_put(cb->cm, in);
+}
+
+static void *cs_sweeper_main(void *arg)
+{
+	struct ceph_backend *cb = arg;
+	uint64_t *v = NULL, *nv;
+	size_t n, cap = 0, i;
+	struct timespec t, now;
+	struct cs_watch *w;
+	int all;
+
+	pthread_mutex_lock(&cb->watch_lock);
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	while (!cb->sweep_stop) {
+		/* every CS_SWEEP_MS all; in between, new ones at once */
+		if (!cb->nfresh)
+			pthread_cond_timedwait(&cb->sweep_cond,
+					       &cb->watch_lock, &t);
+		if (cb->sweep_stop)
+			break;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		all = now.tv_sec > t.tv_sec ||
+		      (now.tv_sec == t.tv_sec && now.tv_nsec >= t.tv_nsec);
+		if (!all && !cb->nfresh)
+			continue;
+		if (all) {
+			t = now;
+			t.tv_nsec += CS_SWEEP_MS * 1000000L;
+			t.tv_sec += t.tv_nsec / 1000000000L;
+			t.tv_nsec %= 1000000000L;
+		}
+		if (cb->nwatch > cap) {
+			nv = realloc(v, cb->nwatch * sizeof(*v));
+			if (!nv)
+				continue;	/* try again next time */
+			v = nv;
+			cap = cb->nwatch;
+		}
+		n = 0;
+		for (i = 0; i < CS_WATCH_BUCKETS; i++)
+			for (w = cb->watch[i]; w; w = w->next) {
+				if (!all && !w->fresh)
+					continue;
+				v[n++] = w->ino;
+				cb->nfresh -= w->fresh;
+				w->fresh = 0;
+			}
+		pthread_mutex_unlock(&cb->watch_lock);
+		for (i = 0; i < n; i++)
+			cs_sweep_one(cb, v[i]);
+		pthread_mutex_lock(&cb->watch_lock);
+	}
+	pthread_mutex_unlock(&cb->watch_lock);
+	free(v);
+	return NULL;
+}
+
+/*
+ * After ceph_mount(): the client exists (ceph_init()), no session yet.
+ * The callbacks cannot be unregistered: cb lives until ceph_release(),
+ * which stops the client's invalidator threads.
+ */
+static int cs_watch_start(struct ceph_backend *cb)
+{
+	struct ceph_client_callback_args args = {
+		.handle = cb,
+		.ino_cb = cs_ino_cb,
+		.dentry_cb = cs_dentry_cb,
+	};
+	pthread_condattr_t ca;
+	int ret;
+
+	cb->watch = calloc(CS_WATCH_BUCKETS, sizeof(*cb->watch));
+	if (!cb->watch)
+		return -ENOMEM;
+	pthread_mutex_init(&cb->watch_lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&cb->sweep_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	ret = -pthread_create(&cb->sweeper, NULL, cs_sweeper_main, cb);
+	if (ret < 0) {
+		agent_err("store cephfs: sweeper thread: %s", strerror(-ret));
+		pthread_cond_destroy(&cb->sweep_cond);
+		pthread_mutex_destroy(&cb->watch_lock);
+		free(cb->watch);
+		cb->watch = NULL;
+		return ret;
+	}
+	cb->sweeping = 1;
+	ceph_ll_register_callbacks(cb->cm, &args);
+	return 0;
+}
+
+/* Every session is gone: stop the sweeper (the callbacks stay). */
+static void cs_watch_stop(struct ceph_backend *cb)
+{
+	size_t i;
+	struct cs_watch *w;
+
+	if (!cb->sweeping)
+		return;
+	pthread_mutex_lock(&cb->watch_lock);
+	cb->sweep_stop = 1;
+	pthread_cond_signal(&cb->sweep_cond);
+	pthread_mutex_unlock(&cb->watch_lock);
+	pthread_join(cb->sweeper, NULL);
+	cb->sweeping = 0;
+	agent_info("store cephfs: changes by other clients: %lu from ino_cb, "
+		  "%lu from dentry_cb, %lu from the sweep; %lu own skipped",
+		  atomic_load(&cb->ev_ino_cb), atomic_load(&cb->ev_dentry_cb),
+		  atomic_load(&cb->ev_sweep), atomic_load(&cb->ev_self));
+	for (i = 0; i < CS_WATCH_BUCKETS; i++)
+		while ((w = cb->watch[i])) {
+			cb->watch[i] = w->next;
+			cs_names_free(w->names, w->nnames);
+			cs_self_clear(w);
+			free(w);
+		}
+}
+
+/* After ceph_release(): no callback can run any more. */
+static void cs_watch_free(struct ceph_backend *cb)
+{
+	if (!cb->watch)
+		return;
+	pthread_cond_destroy(&cb->sweep_cond);
+	pthread_mutex_destroy(&cb->watch_lock);
+	free(cb->watch);
+}
+
 static void cfs_backend_close(struct agent_backend *b)
 {
 	struct ceph_backend *cb = (struct ceph_backend *)b;
@@ -2476,9 +3062,11 @@ static void cfs_backend_close(struct agent_backend *b)
 	pthread_join(cb->closer, NULL);
 	pthread_cond_destroy(&cb->close_cond);
 	pthread_mutex_destroy(&cb->close_lock);
+	cs_watch_stop(cb);
 	ceph_userperm_destroy(cb->perms);
 	ceph_unmount(cb->cm);
 	ceph_release(cb->cm);
+	cs_watch_free(cb);
 	free((char *)b->desc);
 	free(cb);
 }
@@ -2670,9 +3258,18 @@ int agent_ceph_open(const struct agent_store_spec *sp,
 		agent_err("store cephfs: closer thread: %s", strerror(-ret));
 		goto out_perms;
 	}
+	ret = cs_watch_start(cb);
+	if (ret < 0)
+		goto out_closer;
 	*out = &cb->base;
 	return 0;
 
+out_closer:
+	pthread_mutex_lock(&cb->close_lock);
+	cb->close_stop = 1;
+	pthread_cond_signal(&cb->close_cond);
+	pthread_mutex_unlock(&cb->close_lock);
+	pthread_join(cb->closer, NULL);
 out_perms:
 	pthread_cond_destroy(&cb->close_cond);
 	pthread_mutex_destroy(&cb->close_lock);
