@@ -29,9 +29,11 @@
  *
  * Lock order: a session's lock (ceph_store.lock), then the backend's
  * watch_lock, then a notify stripe lock (notify.h).  No lock of ours is
- * held across a call into libcephfs but ceph_ll_put().  A directory's
- * stream has its own lock (one READDIR at a time on one fh), taken with
- * no other lock held.
+ * held across a call into libcephfs but ceph_ll_put() and a
+ * ceph_ll_getattr() answered from the client's cache (AT_STATX_DONT_SYNC,
+ * cs_watch_hold()), which only take the client's own lock.  A
+ * directory's stream has its own lock (one READDIR at a time on one fh),
+ * taken with no other lock held.
  *
  * Durability: a write or SETATTR is answered once the cluster has it
  * (cs_wflags(), cfs_setattr()), as the posix store's are once the DPU's
@@ -116,7 +118,11 @@ struct ceph_backend {
 	 * sessions hold, swept by the sweeper thread.  Under watch_lock:
 	 * watch, nwatch, sweep_stop.
 	 */
-	pthread_t sweeper;
+	struct cs_sweeper {
+		struct ceph_backend *cb;
+		int dirs;		/* directories, or the rest */
+		pthread_t thread;
+	} sweeper[2];
 	pthread_mutex_t watch_lock;
 	pthread_cond_t sweep_cond;
 	struct cs_watch **watch;	/* CS_WATCH_BUCKETS chains */
@@ -2525,15 +2531,23 @@ static int cfs_backend_statfs(struct agent_backend *b,
  * there).  What does tell is the revocation itself: while our client
  * holds a cap on an object, ceph_ll_getattr() answers from its cache,
  * without a message; once another client's change revoked it, the next
- * ceph_ll_getattr() asks the MDS and sees the change.  So the sweeper
- * re-reads, every CS_SWEEP_MS, the attributes of every object a session
- * holds (cheap while nothing changed), compares them with what it saw
- * last, and publishes INODE (pages too when size or mtime moved); for a
- * directory whose attributes moved it lists the directory and publishes
- * ENTRY for every name that appeared or now names another object and
- * DELETE for every name gone.  A directory of more than CS_SNAP_MAX
- * names is not remembered: a change in it drops every host's caches
- * (agent_notify_reset_all()).
+ * ceph_ll_getattr() asks the MDS and sees the change.  So the sweepers
+ * re-read, every CS_SWEEP_MS, the attributes of every object a session
+ * holds (cheap while nothing changed), compare them with what they saw
+ * last, and publish INODE (pages too when size or mtime moved).  They
+ * also list every held directory (from the client's cache while it is
+ * complete) and publish ENTRY for every name that appeared or now names
+ * another object and DELETE for every name gone: a directory's own
+ * attributes are no signal, the MDS gathers the mtime and size of a
+ * directory other clients write into lazily, so they may stay put in
+ * our cache for seconds after a create.  A directory of more than
+ * CS_SNAP_MAX names is not remembered: a change in it drops every
+ * host's caches (agent_notify_reset_all()).  The first sweep of an
+ * object compares with what the client's cache held when the session
+ * took its hold, so a change in between is not taken for the starting
+ * point (a directory's names then are unknown: a reset).  One sweeper
+ * does directories, one the rest: a getattr may wait seconds for
+ * another client to flush its dirty data and give its caps back.
  *
  * Our own sessions publish what they change themselves (cs_pub_*), and
  * mark it here (cs_watch_self()): a change the sweep finds on an object
@@ -2560,6 +2574,7 @@ struct cs_watch {
 	/* a directory's names, sorted; toobig: more than CS_SNAP_MAX */
 	int listed, toobig;
 	int fresh;			/* not swept yet: soon */
+	int isdir;			/* swept by the directories' sweeper */
 	struct cs_name *names;
 	size_t nnames;
 	/* our sessions changed it since the last sweep */
@@ -2626,13 +2641,14 @@ static void cs_watch_hold(struct ceph_backend *cb, uint64_t ino, Inode *in)
 			w->known = known;
 			if (known)
 				w->x = x;
+			w->isdir = !known || S_ISDIR(x.stx_mode);
 			*pp = w;
 			cb->nwatch++;
 			/* a directory's names are listed at once */
 			if (!known || S_ISDIR(x.stx_mode)) {
 				w->fresh = 1;
 				cb->nfresh++;
-				pthread_cond_signal(&cb->sweep_cond);
+				pthread_cond_broadcast(&cb->sweep_cond);
 			}
 		}
 	}
@@ -2854,10 +2870,17 @@ static void cs_sweep_one(struct ceph_backend *cb, uint64_t ino)
 	/* list a directory the first time and whenever it moved */
 	pthread_mutex_lock(&cb->watch_lock);
 	w = *cs_watch_slot(cb, ino);
-	if (w && dir && (!w->known || !w->listed ||
-			 x.stx_version != w->x.stx_version ||
+	/*
+	 * Every sweep: a name created or removed by another client does
+	 * not always move the directory's attributes in our client's cache
+	 * at once (the MDS gathers a directory's scattered mtime and size
+	 * lazily), but it does drop the client's cached listing.  A
+	 * directory too big to remember is listed again only once its
+	 * attributes moved.
+	 */
+	if (w && dir && (!w->toobig || x.stx_version != w->x.stx_version ||
 			 cs_time_ne(x.stx_mtime, w->x.stx_mtime) ||
-			 x.stx_size != w->x.stx_size))
+			 cs_time_ne(x.stx_ctime, w->x.stx_ctime)))
 		listed = 1;
 	pthread_mutex_unlock(&cb->watch_lock);
 	if (!w)
@@ -2913,6 +2936,7 @@ static void cs_sweep_one(struct ceph_backend *cb, uint64_t ino)
 	}
 	w->x = x;
 	w->known = 1;
+	w->isdir = dir;
 	cs_self_clear(w);
 out_unlock:
 	pthread_mutex_unlock(&cb->watch_lock);
@@ -2921,9 +2945,15 @@ out_put:
 	ceph_ll_put(cb->cm, in);
 }
 
+/*
+ * Two sweepers: one for the directories, one for the rest, so that a
+ * file whose caps another client is slow to give back (it flushes its
+ * dirty data first) does not hold the names back.
+ */
 static void *cs_sweeper_main(void *arg)
 {
-	struct ceph_backend *cb = arg;
+	struct cs_sweeper *sw = arg;
+	struct ceph_backend *cb = sw->cb;
 	uint64_t *v = NULL, *nv;
 	size_t n, cap = 0, i;
 	struct timespec t, now;
@@ -2934,7 +2964,7 @@ static void *cs_sweeper_main(void *arg)
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	while (!cb->sweep_stop) {
 		/* every CS_SWEEP_MS all; in between, new ones at once */
-		if (!cb->nfresh)
+		if (!cb->nfresh || !sw->dirs)
 			pthread_cond_timedwait(&cb->sweep_cond,
 					       &cb->watch_lock, &t);
 		if (cb->sweep_stop)
@@ -2942,7 +2972,7 @@ static void *cs_sweeper_main(void *arg)
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		all = now.tv_sec > t.tv_sec ||
 		      (now.tv_sec == t.tv_sec && now.tv_nsec >= t.tv_nsec);
-		if (!all && !cb->nfresh)
+		if (!all && (!cb->nfresh || !sw->dirs))
 			continue;
 		if (all) {
 			t = now;
@@ -2960,7 +2990,8 @@ static void *cs_sweeper_main(void *arg)
 		n = 0;
 		for (i = 0; i < CS_WATCH_BUCKETS; i++)
 			for (w = cb->watch[i]; w; w = w->next) {
-				if (!all && !w->fresh)
+				if (w->isdir != sw->dirs ||
+				    (!all && !w->fresh))
 					continue;
 				v[n++] = w->ino;
 				cb->nfresh -= w->fresh;
@@ -2989,7 +3020,7 @@ static int cs_watch_start(struct ceph_backend *cb)
 		.dentry_cb = cs_dentry_cb,
 	};
 	pthread_condattr_t ca;
-	int ret;
+	int ret = 0, i;
 
 	cb->watch = calloc(CS_WATCH_BUCKETS, sizeof(*cb->watch));
 	if (!cb->watch)
@@ -2999,9 +3030,22 @@ static int cs_watch_start(struct ceph_backend *cb)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&cb->sweep_cond, &ca);
 	pthread_condattr_destroy(&ca);
-	ret = -pthread_create(&cb->sweeper, NULL, cs_sweeper_main, cb);
+	for (i = 0; i < 2; i++) {
+		cb->sweeper[i].cb = cb;
+		cb->sweeper[i].dirs = i == 0;
+		ret = -pthread_create(&cb->sweeper[i].thread, NULL,
+				      cs_sweeper_main, &cb->sweeper[i]);
+		if (ret < 0)
+			break;
+	}
 	if (ret < 0) {
 		agent_err("store cephfs: sweeper thread: %s", strerror(-ret));
+		pthread_mutex_lock(&cb->watch_lock);
+		cb->sweep_stop = 1;
+		pthread_cond_broadcast(&cb->sweep_cond);
+		pthread_mutex_unlock(&cb->watch_lock);
+		while (i--)
+			pthread_join(cb->sweeper[i].thread, NULL);
 		pthread_cond_destroy(&cb->sweep_cond);
 		pthread_mutex_destroy(&cb->watch_lock);
 		free(cb->watch);
@@ -3023,9 +3067,10 @@ static void cs_watch_stop(struct ceph_backend *cb)
 		return;
 	pthread_mutex_lock(&cb->watch_lock);
 	cb->sweep_stop = 1;
-	pthread_cond_signal(&cb->sweep_cond);
+	pthread_cond_broadcast(&cb->sweep_cond);
 	pthread_mutex_unlock(&cb->watch_lock);
-	pthread_join(cb->sweeper, NULL);
+	pthread_join(cb->sweeper[0].thread, NULL);
+	pthread_join(cb->sweeper[1].thread, NULL);
 	cb->sweeping = 0;
 	agent_info("store cephfs: changes by other clients: %lu from ino_cb, "
 		  "%lu from dentry_cb, %lu from the sweep; %lu own skipped",
