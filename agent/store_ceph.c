@@ -88,6 +88,8 @@ static void cs_watch_hold(struct ceph_backend *cb, uint64_t ino, Inode *in);
 static void cs_watch_unhold(struct ceph_backend *cb, uint64_t ino);
 static void cs_watch_self(struct ceph_backend *cb, uint64_t ino,
 			  const char *name);
+static void cs_watch_name(struct ceph_backend *cb, uint64_t dir,
+			  const char *name, uint64_t ino);
 
 /* ---- the backend: one mount for the agent ---- */
 
@@ -812,6 +814,7 @@ static int cs_lookup_in(struct ceph_store *s, struct ceph_node *p,
 			     AT_SYMLINK_NOFOLLOW, s->cb->perms);
 	if (ret < 0)
 		return ret;
+	cs_watch_name(s->cb, p->ino, cname, x.stx_ino);
 	return cs_node_add(s, in, &x, 0, 1, out, nout);
 }
 
@@ -2329,6 +2332,8 @@ static long cs_call_readdir(struct ceph_store *s, struct agent_store_call *c)
 		de.name_len = (uint16_t)nlen;
 		memset(&e, 0, sizeof(e));
 		if (plus && !dot && in) {
+			cs_watch_name(s->cb, c->f->node->ino, d.d_name,
+				      x.stx_ino);
 			r = cs_node_add(s, in, &x, 0, 1, &e, NULL);
 			if (r < 0) {
 				ret = n ? 0 : r;
@@ -2540,7 +2545,10 @@ static int cfs_backend_statfs(struct agent_backend *b,
  * another object and DELETE for every name gone: a directory's own
  * attributes are no signal, the MDS gathers the mtime and size of a
  * directory other clients write into lazily, so they may stay put in
- * our cache for seconds after a create.  A directory of more than
+ * our cache for seconds after a create.  What a session is told of a
+ * name (lookup, READDIRPLUS) joins the remembered listing at once
+ * (cs_watch_name()): a name made and removed between two sweeps is in
+ * neither listing, but the host that looked it up caches it.  A directory of more than
  * CS_SNAP_MAX names is not remembered: a change in it drops every
  * host's caches (agent_notify_reset_all()).  The first sweep of an
  * object compares with what the client's cache held when the session
@@ -2672,6 +2680,65 @@ static void cs_watch_unhold(struct ceph_backend *cb, uint64_t ino)
 		cs_self_clear(w);
 		free(w);
 	}
+	pthread_mutex_unlock(&cb->watch_lock);
+}
+
+/*
+ * A session was told that name in dir is ino (a lookup, a READDIRPLUS):
+ * the host may cache it, so the next sweep must compare with it.  A name
+ * created and gone again between two sweeps is in neither listing, and
+ * without this the host would keep it.
+ */
+static void cs_watch_name(struct ceph_backend *cb, uint64_t dir,
+			  const char *name, uint64_t ino)
+{
+	struct cs_watch *w;
+	struct cs_name *nv;
+	size_t lo, hi, mid;
+	int c;
+
+	if (!cb->watch)
+		return;
+	pthread_mutex_lock(&cb->watch_lock);
+	w = *cs_watch_slot(cb, dir);
+	/* not listed yet: the first listing is the starting point */
+	if (!w || !w->listed || w->toobig)
+		goto out;
+	lo = 0;
+	hi = w->nnames;
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		c = strcmp(w->names[mid].name, name);
+		if (c == 0) {
+			w->names[mid].ino = ino;
+			goto out;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (w->nnames == CS_SNAP_MAX) {
+		/* too many to remember: the next change resets */
+		cs_names_free(w->names, w->nnames);
+		w->names = NULL;
+		w->nnames = 0;
+		w->toobig = 1;
+		goto out;
+	}
+	nv = realloc(w->names, (w->nnames + 1) * sizeof(*nv));
+	if (!nv)
+		goto out;	/* the host's timeouts bound it */
+	w->names = nv;
+	memmove(&nv[lo + 1], &nv[lo], (w->nnames - lo) * sizeof(*nv));
+	nv[lo].ino = ino;
+	nv[lo].name = strdup(name);
+	if (!nv[lo].name) {
+		memmove(&nv[lo], &nv[lo + 1], (w->nnames - lo) * sizeof(*nv));
+		goto out;
+	}
+	w->nnames++;
+out:
 	pthread_mutex_unlock(&cb->watch_lock);
 }
 
