@@ -79,6 +79,8 @@
 #define CS_WANT			(CEPH_STATX_BASIC_STATS)
 #define CS_WATCH_BUCKETS	4096	/* chains of held objects */
 #define CS_SWEEP_MS		250	/* a held object's attributes re-read */
+#define CS_SWEEP_FILES		1000	/* at most, per pass: the rest next */
+#define CS_SWEEP_DIRS		100
 #define CS_SNAP_MAX		4096	/* names remembered per directory */
 #define CS_SELF_MAX		32	/* own names remembered per sweep */
 
@@ -123,6 +125,7 @@ struct ceph_backend {
 	struct cs_sweeper {
 		struct ceph_backend *cb;
 		int dirs;		/* directories, or the rest */
+		size_t cursor;		/* the bucket the next pass starts at */
 		pthread_t thread;
 	} sweeper[2];
 	pthread_mutex_t watch_lock;
@@ -2548,9 +2551,12 @@ static int cfs_backend_statfs(struct agent_backend *b,
  * our cache for seconds after a create.  What a session is told of a
  * name (lookup, READDIRPLUS) joins the remembered listing at once
  * (cs_watch_name()): a name made and removed between two sweeps is in
- * neither listing, but the host that looked it up caches it.  A directory of more than
- * CS_SNAP_MAX names is not remembered: a change in it drops every
- * host's caches (agent_notify_reset_all()).  The first sweep of an
+ * neither listing, but the host that looked it up caches it.  A
+ * directory of more than CS_SNAP_MAX names is not remembered: a change
+ * in it drops every host's caches (agent_notify_reset_all()).  A pass
+ * takes at most CS_SWEEP_FILES files (CS_SWEEP_DIRS directories) and
+ * the next one goes on from there: past those, a change takes longer
+ * to be seen, and the cost stays bounded.  The first sweep of an
  * object compares with what the client's cache held when the session
  * took its hold, so a change in between is not taken for the starting
  * point (a directory's names then are unknown: a reset).  One sweeper
@@ -3024,6 +3030,7 @@ static void *cs_sweeper_main(void *arg)
 	uint64_t *v = NULL, *nv;
 	size_t n, cap = 0, i;
 	struct timespec t, now;
+	size_t share = sw->dirs ? CS_SWEEP_DIRS : CS_SWEEP_FILES, k;
 	struct cs_watch *w;
 	int all;
 
@@ -3054,8 +3061,19 @@ static void *cs_sweeper_main(void *arg)
 			v = nv;
 			cap = cb->nwatch;
 		}
+		/*
+		 * A pass takes whole buckets from the cursor on until it
+		 * has its share (a bucket's chain may take it a little
+		 * over); the next pass goes on from there.  A fresh
+		 * directory is taken wherever it is.
+		 */
 		n = 0;
-		for (i = 0; i < CS_WATCH_BUCKETS; i++)
+		for (k = 0; k < CS_WATCH_BUCKETS; k++) {
+			i = (sw->cursor + k) % CS_WATCH_BUCKETS;
+			if (all && n >= share) {
+				all = 0;	/* only the fresh ones on */
+				sw->cursor = i;
+			}
 			for (w = cb->watch[i]; w; w = w->next) {
 				if (w->isdir != sw->dirs ||
 				    (!all && !w->fresh))
@@ -3064,6 +3082,7 @@ static void *cs_sweeper_main(void *arg)
 				cb->nfresh -= w->fresh;
 				w->fresh = 0;
 			}
+		}
 		pthread_mutex_unlock(&cb->watch_lock);
 		for (i = 0; i < n; i++)
 			cs_sweep_one(cb, v[i]);

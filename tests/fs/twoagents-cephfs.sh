@@ -19,7 +19,8 @@
 #     through one agent's mount (AN, BN: no cache options) are seen
 #     through the other's within 1 s, names the reader had found
 #     missing too, and a change made by a third Ceph client (the
-#     ceph-fuse mount $BCF_BACK) is seen the same way.
+#     ceph-fuse mount $BCF_BACK) is seen the same way, also on one of
+#     2500 files held (more than one pass of the store's sweep takes).
 # The test also fails if a change is seen before it was made (a wrong
 # cache would show as an old value, never as a new one too early).
 # Every check runs in both directions.
@@ -235,6 +236,25 @@ told "$AN" "$BN" tab
 told "$BN" "$AN" tba
 told "$BCF_BACK" "$AN" tfa
 told "$BCF_BACK" "$BN" tfb
+
+# More files held than a sweep takes in one pass (1000): the passes come
+# round to every one of them, within a second or so
+mkdir "$BCF_BACK/many" && (cd "$BCF_BACK/many" && seq 1 2500 | xargs touch) ||
+	bcf_fail "cannot make 2500 files"
+[ "$(ls -l "$BN/many" | grep -c '^-')" = 2500 ] ||
+	bcf_fail "BN does not list the 2500 files"
+for i in 1 1250 2500; do
+	mode_is "$BN/many/$i" 644 || bcf_fail "many/$i: mode"
+done
+sleep 1
+chmod 600 "$BCF_BACK/many/1" "$BCF_BACK/many/1250" "$BCF_BACK/many/2500" ||
+	bcf_fail "chmod many/*"
+HIDDEN=30
+for i in 1 1250 2500; do
+	within "told many/$i: chmod, among 2500 files held" \
+		mode_is "$BN/many/$i" 600
+done
+rm -rf "$BCF_BACK/many" || bcf_fail "rm -r many"
 
 # both write, each its own file, then read the other's: nothing of one
 # agent's writes is lost to the other's Ceph client
