@@ -164,6 +164,16 @@ static void *cs_closer_main(void *arg)
 	return NULL;
 }
 
+/* Stop the closer once it has drained its queue, and wait for it. */
+static void cs_closer_join(struct ceph_backend *cb)
+{
+	pthread_mutex_lock(&cb->close_lock);
+	cb->close_stop = 1;
+	pthread_cond_signal(&cb->close_cond);
+	pthread_mutex_unlock(&cb->close_lock);
+	pthread_join(cb->closer, NULL);
+}
+
 /*
  * Close fh or dir on the closer (never blocks the caller).  Out of
  * memory: close here, which may wait, rather than leak a capability.
@@ -3093,6 +3103,17 @@ static void *cs_sweeper_main(void *arg)
 	return NULL;
 }
 
+/* Stop the first n sweepers and wait for them. */
+static void cs_sweepers_join(struct ceph_backend *cb, int n)
+{
+	pthread_mutex_lock(&cb->watch_lock);
+	cb->sweep_stop = 1;
+	pthread_cond_broadcast(&cb->sweep_cond);
+	pthread_mutex_unlock(&cb->watch_lock);
+	while (n--)
+		pthread_join(cb->sweeper[n].thread, NULL);
+}
+
 /*
  * After ceph_mount(): the client exists (ceph_init()), no session yet.
  * The callbacks cannot be unregistered: cb lives until ceph_release(),
@@ -3126,12 +3147,7 @@ static int cs_watch_start(struct ceph_backend *cb)
 	}
 	if (ret < 0) {
 		agent_err("store cephfs: sweeper thread: %s", strerror(-ret));
-		pthread_mutex_lock(&cb->watch_lock);
-		cb->sweep_stop = 1;
-		pthread_cond_broadcast(&cb->sweep_cond);
-		pthread_mutex_unlock(&cb->watch_lock);
-		while (i--)
-			pthread_join(cb->sweeper[i].thread, NULL);
+		cs_sweepers_join(cb, i);
 		pthread_cond_destroy(&cb->sweep_cond);
 		pthread_mutex_destroy(&cb->watch_lock);
 		free(cb->watch);
@@ -3151,12 +3167,7 @@ static void cs_watch_stop(struct ceph_backend *cb)
 
 	if (!cb->sweeping)
 		return;
-	pthread_mutex_lock(&cb->watch_lock);
-	cb->sweep_stop = 1;
-	pthread_cond_broadcast(&cb->sweep_cond);
-	pthread_mutex_unlock(&cb->watch_lock);
-	pthread_join(cb->sweeper[0].thread, NULL);
-	pthread_join(cb->sweeper[1].thread, NULL);
+	cs_sweepers_join(cb, 2);
 	cb->sweeping = 0;
 	agent_info("store cephfs: changes by other clients: %lu from ino_cb, "
 		  "%lu from dentry_cb, %lu from the sweep; %lu own skipped",
@@ -3186,11 +3197,7 @@ static void cfs_backend_close(struct agent_backend *b)
 	struct ceph_backend *cb = (struct ceph_backend *)b;
 
 	/* every session is gone: close what they left, then unmount */
-	pthread_mutex_lock(&cb->close_lock);
-	cb->close_stop = 1;
-	pthread_cond_signal(&cb->close_cond);
-	pthread_mutex_unlock(&cb->close_lock);
-	pthread_join(cb->closer, NULL);
+	cs_closer_join(cb);
 	pthread_cond_destroy(&cb->close_cond);
 	pthread_mutex_destroy(&cb->close_lock);
 	cs_watch_stop(cb);
@@ -3396,11 +3403,7 @@ int agent_ceph_open(const struct agent_store_spec *sp,
 	return 0;
 
 out_closer:
-	pthread_mutex_lock(&cb->close_lock);
-	cb->close_stop = 1;
-	pthread_cond_signal(&cb->close_cond);
-	pthread_mutex_unlock(&cb->close_lock);
-	pthread_join(cb->closer, NULL);
+	cs_closer_join(cb);
 out_perms:
 	pthread_cond_destroy(&cb->close_cond);
 	pthread_mutex_destroy(&cb->close_lock);
