@@ -382,9 +382,12 @@ void bcfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	bcfs_msg(&m, BCP_OP_OPEN);
 	m.u.open_req.handle = handle;
 	m.u.open_req.flags = bcfs_open_flags(fi->flags);
-	if (fi->flags & O_DIRECT)
-		fi->direct_io = 1;
-	first = fi->direct_io || bcfs_inode_open_first(handle);
+	/*
+	 * O_DIRECT is the kernel's to serve (not fi->direct_io): it writes
+	 * back the pages another descriptor dirtied before a direct read,
+	 * and drops those a direct write made old, as a local filesystem.
+	 */
+	first = bcfs_inode_open_first(handle);
 	if (first && !(bcfs_g.features & BCP_FEAT_NOTIFY)) {
 		/* no cached page to judge: answered from the reply */
 		a = bcfs_acall_get();
@@ -489,8 +492,6 @@ void bcfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	q->gid = ctx->gid;
 	q->name_len = len;
 	m.name = name;
-	if (fi->flags & O_DIRECT)
-		fi->direct_io = 1;
 	a = bcfs_acall_get();
 	a->parent = q->parent;
 	memcpy(a->name, name, (size_t)len + 1);

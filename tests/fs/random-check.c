@@ -5,7 +5,9 @@
  * Usage: random-check TESTDIR REFDIR [OPS]
  * Keeps a few files open in both directories and applies the same random
  * operations to both: pwrite, pread, ftruncate, reads and writes through
- * shared mappings, fsync, close and reopen.  Every read is compared with the
+ * shared mappings, fsync, close and reopen.  Each file of TESTDIR is also
+ * open a second time with O_DIRECT (read-only or read-write, chosen
+ * anew at each reopen), and some reads and writes go through that one.  Every read is compared with the
  * reference byte for byte, and so is every whole file at the end.  The seed
  * is printed first; BCF_SEED=N replays a run.  Exit 0 when all matched,
  * 1 on the first difference (with the operation that showed it), 99 when
@@ -36,6 +38,8 @@ struct rc_file {
 	char ref_path[PATH_MAX];
 	int test_fd;
 	int ref_fd;
+	int dio_fd;		/* TESTDIR's file with O_DIRECT; -1: none */
+	int dio_rw;		/* dio_fd may write */
 };
 
 static struct rc_file files[NFILES];
@@ -155,12 +159,19 @@ static void open_pair(struct rc_file *f, int trunc)
 	f->test_fd = open(f->test_path, flags, 0644);
 	if (f->test_fd < 0)
 		mismatch("open %s: %s", f->test_path, strerror(errno));
+	f->dio_rw = (int)rng_below(2);
+	f->dio_fd = open(f->test_path,
+			 (f->dio_rw ? O_RDWR : O_RDONLY) | O_DIRECT);
+	if (f->dio_fd < 0)
+		mismatch("open %s with O_DIRECT: %s", f->test_path,
+			 strerror(errno));
 }
 
-static void op_write(struct rc_file *f)
+static void op_write(struct rc_file *f, int direct)
 {
 	off_t off = rng_off(ref_size(f));
 	size_t len = rng_len();
+	int fd = direct && f->dio_rw ? f->dio_fd : f->test_fd;
 	ssize_t n;
 
 	if (off + len > MAX_SIZE)
@@ -168,28 +179,32 @@ static void op_write(struct rc_file *f)
 	fill(wbuf, len);
 	if (pwrite(f->ref_fd, wbuf, len, off) != (ssize_t)len)
 		die_ref("pwrite");
-	n = pwrite(f->test_fd, wbuf, len, off);
+	n = pwrite(fd, wbuf, len, off);
 	if (n != (ssize_t)len)
-		mismatch("pwrite(%s, %zu, %lld) = %zd (%s)", f->test_path, len,
+		mismatch("pwrite(%s%s, %zu, %lld) = %zd (%s)", f->test_path,
+			 fd == f->dio_fd ? " O_DIRECT" : "", len,
 			 (long long)off, n, strerror(errno));
 }
 
-static void op_read(struct rc_file *f)
+static void op_read(struct rc_file *f, int direct)
 {
 	off_t off = rng_off(ref_size(f));
 	size_t len = rng_len();
+	int fd = direct ? f->dio_fd : f->test_fd;
 	ssize_t nt, nr;
 	char what[64];
 
 	nr = pread(f->ref_fd, rbuf, len, off);
 	if (nr < 0)
 		die_ref("pread");
-	nt = pread(f->test_fd, tbuf, len, off);
+	nt = pread(fd, tbuf, len, off);
 	if (nt != nr)
-		mismatch("pread(%s, %zu, %lld) = %zd (%s), expected %zd",
-			 f->test_path, len, (long long)off, nt,
+		mismatch("pread(%s%s, %zu, %lld) = %zd (%s), expected %zd",
+			 f->test_path, direct ? " O_DIRECT" : "", len,
+			 (long long)off, nt,
 			 nt < 0 ? strerror(errno) : "short", nr);
-	snprintf(what, sizeof(what), "pread(%zu, %lld)", len, (long long)off);
+	snprintf(what, sizeof(what), "pread(%s%zu, %lld)",
+		 direct ? "O_DIRECT, " : "", len, (long long)off);
 	compare_bytes(what, tbuf, rbuf, nr, off);
 }
 
@@ -273,6 +288,9 @@ static void op_reopen(struct rc_file *f)
 		mismatch("fsync %s: %s", f->test_path, strerror(errno));
 	if (close(f->test_fd) < 0)
 		mismatch("close %s: %s", f->test_path, strerror(errno));
+	if (close(f->dio_fd) < 0)
+		mismatch("close %s (O_DIRECT): %s", f->test_path,
+			 strerror(errno));
 	close(f->ref_fd);
 	open_pair(f, 0);
 }
@@ -339,12 +357,18 @@ int main(int argc, char **argv)
 	}
 	for (op_index = 0; op_index < ops; op_index++) {
 		f = &files[rng_below(NFILES)];
-		switch (rng_below(20)) {
+		switch (rng_below(22)) {
 		case 0 ... 6:
-			op_write(f);
+			op_write(f, 0);
 			break;
 		case 7 ... 12:
-			op_read(f);
+			op_read(f, 0);
+			break;
+		case 20:
+			op_write(f, 1);
+			break;
+		case 21:
+			op_read(f, 1);
 			break;
 		case 13:
 		case 14:
@@ -368,6 +392,7 @@ int main(int argc, char **argv)
 		op_reopen(&files[i]);
 		compare_whole(&files[i]);
 		close(files[i].test_fd);
+		close(files[i].dio_fd);
 		close(files[i].ref_fd);
 	}
 	printf("random-check: %ld operations on %d files matched\n", ops,
