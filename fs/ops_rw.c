@@ -329,10 +329,10 @@ void bcfs_op_write(fuse_req_t req, fuse_ino_t ino, const char *buf,
 	bcfs_op_write_buf(req, ino, &src, off, fi);
 }
 
-/* O_* flags the agent opens its file with. */
+/* O_* flags the agent opens its file with (O_DIRECT: past its caches). */
 static uint32_t bcfs_open_flags(int flags)
 {
-	flags &= O_ACCMODE | O_APPEND | O_SYNC | O_DSYNC | O_TRUNC;
+	flags &= O_ACCMODE | O_APPEND | O_SYNC | O_DSYNC | O_TRUNC | O_DIRECT;
 	if (bcfs_g.o.writeback) {
 		/* the kernel reads to fill partial pages, and appends itself */
 		if ((flags & O_ACCMODE) == O_WRONLY)
