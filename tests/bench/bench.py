@@ -22,6 +22,9 @@ Configurations (BENCH_CONFIGS, comma-separated, default all available):
   bcfs-cephfs     bluecachefs unix:SOCK (shm) to an agent with --store
                   cephfs:/bcfs-cephfs, on the run's Ceph cluster (below)
   ceph-fuse       ceph-fuse of the same cluster, rooted at /ceph-fuse
+  bcfs-cephfs-nooc  bcfs-cephfs with libcephfs's object cacher off
+                  (client_oc = false in the agent's ceph.conf): what
+                  the cache costs; only when named in BENCH_CONFIGS
 
 The two Ceph configurations share one throwaway cluster for the whole
 run (tests/ceph/ceph-up.sh: one mon, one memstore OSD, one MDS, all on
@@ -765,7 +768,7 @@ class BcfsCephConfig(CephConfig, BcfsTcpConfig):
         self.logs.append(path)
         p = subprocess.Popen(
             [self.b.agent, "--store", "cephfs:%s,conf=%s" %
-             (self.sub, self.b.ceph.conf), "--listen", "unix:" + self.sock,
+             (self.sub, self.agent_conf()), "--listen", "unix:" + self.sock,
              "--foreground", "--log-level", "info", "--ready-fd", str(w)],
             pass_fds=(w,), stdout=lf, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL)
@@ -779,10 +782,25 @@ class BcfsCephConfig(CephConfig, BcfsTcpConfig):
                                path)
         self.agent = p
 
+    def agent_conf(self):
+        return self.b.ceph.conf
+
     def mount_argv(self):
         self.start_agent()
         return ([self.b.fs, "unix:" + self.sock, self.mnt, "-f", "-o",
                  ",".join(["transport=shm"] + self.b.bcfs_opts)], None)
+
+
+class BcfsCephNoOcConfig(BcfsCephConfig):
+    """bcfs-cephfs with the agent's libcephfs object cacher off."""
+
+    def agent_conf(self):
+        path = os.path.join(self.dir, "ceph-nooc.conf")
+        with open(self.b.ceph.conf) as f:
+            conf = f.read()
+        with open(path, "w") as f:
+            f.write(conf + "\n[client]\nclient_oc = false\n")
+        return path
 
 
 class CephFuseConfig(CephConfig):
@@ -798,7 +816,7 @@ CONFIG_CLASSES = {
     "bcfs-tcp": BcfsTcpConfig, "sshfs": SshfsConfig,
     "bindfs": BindfsConfig, "fuse-overlayfs": OverlayConfig,
     "bcfs-rdma": RdmaVmConfig, "bcfs-cephfs": BcfsCephConfig,
-    "ceph-fuse": CephFuseConfig,
+    "ceph-fuse": CephFuseConfig, "bcfs-cephfs-nooc": BcfsCephNoOcConfig,
 }
 
 
