@@ -359,10 +359,14 @@ static void s_stat(const char *p)
 	STEP(p, 0, "lstat %s", p);
 }
 
-/* open with FLAGS (named by FN), write LEN bytes, close: three steps */
+/*
+ * open with FLAGS (named by FN), write LEN bytes, close: three steps
+ * (O_DIRECT: LEN a multiple of 4096)
+ */
 static void s_write(const char *p, int flags, const char *fn, size_t len)
 {
-	static const char data[64] = "0123456789abcdef0123456789abcdef";
+	static const char data[8192] __attribute__((aligned(4096))) =
+		"0123456789abcdef0123456789abcdef";
 	int fd;
 
 	fd = FSTEP(p, open(p, flags), "open %s %s", p, fn);
@@ -473,6 +477,13 @@ static void case_setid_write(void)
 	s_file_owned("w7", 0, UA, G2, 06777);
 	AS(&user_a, 022)
 		s_write("w7", O_WRONLY, "O_WRONLY", 1);
+	/* past the page cache, the same */
+	s_file_owned("w8", 0, UA, GA, 06777);
+	AS(&user_b, 022)
+		s_write("w8", O_WRONLY | O_DIRECT, "O_WRONLY|O_DIRECT", 4096);
+	s_file_owned("w9", 0, UA, GA, 02767);
+	AS(&user_b, 022)
+		s_write("w9", O_RDWR | O_DIRECT, "O_RDWR|O_DIRECT", 4096);
 }
 
 /* set-ID bits when a file is truncated */
