@@ -1303,11 +1303,6 @@ static int cs_type_err(uint32_t mode)
 }
 
 /*
- * Open in for flags.  O_TRUNC of an empty file changes no size, and then
- * the MDS leaves mtime and ctime alone; POSIX marks both for update on
- * every O_TRUNC open of an existing file, so they are set here.
- */
-/*
  * The flags of the Fh for a host's open.
  *
  * A write is acknowledged to the host only once it is in the OSDs: bytes
@@ -1330,6 +1325,11 @@ static uint32_t cs_wflags(uint32_t flags)
 	return (flags & ~(uint32_t)O_DIRECT) | O_DSYNC;
 }
 
+/*
+ * Open in for flags.  O_TRUNC of an empty file changes no size, and then
+ * the MDS leaves mtime and ctime alone; POSIX marks both for update on
+ * every O_TRUNC open of an existing file, so they are set here.
+ */
 static int cs_open_file(struct ceph_store *s, Inode *in, uint32_t flags,
 			struct Fh **cfh)
 {
