@@ -66,6 +66,25 @@ if [ -z "$chart" ]; then
 	expect "![chart](results.svg)"
 fi
 
+# without bcfs-shm (BENCH_CONFIGS=bcfs-cephfs,ceph-fuse, say) there are no
+# ratios of it to draw: the chart is made without that panel
+if [ -z "$chart" ]; then
+	mkdir -p "$tmp/noshm" || exit 99
+	python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+d["meta"]["configs"].remove("bcfs-shm")
+d["results"] = [r for r in d["results"] if r["config"] != "bcfs-shm"]
+json.dump(d, open(sys.argv[2], "w"))' \
+		"$tmp/results.json" "$tmp/noshm/results.json" || exit 99
+	python3 "$top_srcdir/tests/bench/report.py" "$tmp/noshm" \
+		> "$tmp/noshm/out" 2>&1 ||
+		fail "report.py failed without bcfs-shm"
+	grep -q "no chart" "$tmp/noshm/out" &&
+		fail "no chart without bcfs-shm: $(cat "$tmp/noshm/out")"
+	grep -q '<svg' "$tmp/noshm/results.svg" 2>/dev/null ||
+		fail "no chart without bcfs-shm"
+fi
+
 # variants of the set: variant NAME PYTHON-STATEMENTS (on the document d)
 variant()
 {

@@ -387,17 +387,20 @@ class Report:
                                                 else "%.6g" % v))
                 f.write("\n\n")
             f.write("# ratios of %s\n" % SUBJECT)
+            have_ratios = False
             for j in self.jobs:
-                rp = self.ratio(SUBJECT, j, "pass")
-                rs = self.ratio(SUBJECT, j, "sshfs")
-                rt = self.ratio(SUBJECT, j, "tmpfs")
+                rs = [self.ratio(SUBJECT, j, "tmpfs"),
+                      self.ratio(SUBJECT, j, "pass"),
+                      self.ratio(SUBJECT, j, "sshfs")]
+                have_ratios |= any(v is not None for v in rs)
                 f.write("\"%s\" %s %s %s\n" % (
                     j, *("NaN" if v is None else "%.6g" % v
-                         for v in (rt, rp, rs))))
+                         for v in rs)))
         units = {j: next((r["unit"] for r in self.rows if r["job"] == j),
                          "") for j in self.jobs}
         cols = 3
-        nrows = (len(self.jobs) + 1 + cols - 1) // cols
+        panels = len(self.jobs) + (1 if have_ratios else 0)
+        nrows = (panels + cols - 1) // cols
         g = []
         g.append("set terminal svg size 1500,%d dynamic font 'sans,10' "
                  "background '#ffffff'" % (300 * nrows + 40))
@@ -420,6 +423,26 @@ class Report:
             g.append("set title '%s (%s)'" % (JOB_TITLES[j], units[j]))
             g.append("plot '%s' index %d using 1:3:($1+1):xtic(2) "
                      "with boxes lc variable" % (data, k))
+        if have_ratios:
+            self.chart_ratios(g, data, cols, w, h)
+        g.append("unset multiplot")
+        script = os.path.join(outdir, "chart.gp")
+        with open(script, "w") as f:
+            f.write("\n".join(g) + "\n")
+        if not shutil.which("gnuplot"):
+            print("report: gnuplot is missing: no chart (script in %s)" %
+                  script, file=sys.stderr)
+            return None
+        if subprocess.run(["gnuplot", script]).returncode:
+            # e.g. nothing to plot in a panel: the tables still stand
+            print("report: gnuplot failed: no chart (script in %s)" %
+                  script, file=sys.stderr)
+            return None
+        return os.path.join(outdir, name)
+
+    def chart_ratios(self, g, data, cols, w, h):
+        """The last panel: SUBJECT's ratios (only when it was measured
+        beside a reference)."""
         k = len(self.jobs)
         row, col = divmod(k, cols)
         g.append("set origin %f,%f" % (col * w, 0.97 - (row + 1) * h))
@@ -440,20 +463,6 @@ class Report:
                  "'' index %d using 3 title 'vs best passthrough', "
                  "'' index %d using 4 title 'vs sshfs'" %
                  (data, len(self.jobs), len(self.jobs), len(self.jobs)))
-        g.append("unset multiplot")
-        script = os.path.join(outdir, "chart.gp")
-        with open(script, "w") as f:
-            f.write("\n".join(g) + "\n")
-        if not shutil.which("gnuplot"):
-            print("report: gnuplot is missing: no chart (script in %s)" %
-                  script, file=sys.stderr)
-            return None
-        if subprocess.run(["gnuplot", script]).returncode:
-            # e.g. nothing to plot in a panel: the tables still stand
-            print("report: gnuplot failed: no chart (script in %s)" %
-                  script, file=sys.stderr)
-            return None
-        return os.path.join(outdir, name)
 
 
 def main():
