@@ -92,6 +92,9 @@ static void cs_watch_self(struct ceph_backend *cb, uint64_t ino,
 			  const char *name);
 static void cs_watch_name(struct ceph_backend *cb, uint64_t dir,
 			  const char *name, uint64_t ino);
+static void cs_dio_put(struct ceph_backend *cb, uint64_t ino);
+
+#define CS_DIO_BUCKETS	1024	/* cs_dio_get() */
 
 /* ---- the backend: one mount for the agent ---- */
 
@@ -100,6 +103,7 @@ struct cs_close {
 	struct cs_close *next;
 	struct Fh *fh;
 	struct ceph_dir_result *dir;
+	uint64_t dio_ino;		/* cs_dio_put() once closed; 0: none */
 };
 
 struct ceph_backend {
@@ -137,6 +141,10 @@ struct ceph_backend {
 	int sweeping;			/* the sweeper runs */
 	/* events published, by source (logged at close) */
 	atomic_ulong ev_ino_cb, ev_dentry_cb, ev_sweep, ev_self;
+	/* Files written past the object cacher (cs_dio_*): under dio_lock. */
+	pthread_mutex_t dio_lock;
+	struct cs_dio *dio[CS_DIO_BUCKETS];
+	size_t ndirect;			/* of them marked direct */
 };
 
 static void *cs_closer_main(void *arg)
@@ -157,6 +165,8 @@ static void *cs_closer_main(void *arg)
 			ceph_ll_close(cb->cm, c->fh);
 		if (c->dir)
 			ceph_ll_releasedir(cb->cm, c->dir);
+		if (c->dio_ino)
+			cs_dio_put(cb, c->dio_ino);
 		free(c);
 		pthread_mutex_lock(&cb->close_lock);
 	}
@@ -175,11 +185,12 @@ static void cs_closer_join(struct ceph_backend *cb)
 }
 
 /*
- * Close fh or dir on the closer (never blocks the caller).  Out of
- * memory: close here, which may wait, rather than leak a capability.
+ * Close fh or dir on the closer (never blocks the caller), then let go of
+ * dio_ino's count (cs_dio_get()) when not 0.  Out of memory: close here,
+ * which may wait, rather than leak a capability.
  */
 static void cs_close_later(struct ceph_backend *cb, struct Fh *fh,
-			   struct ceph_dir_result *dir)
+			   struct ceph_dir_result *dir, uint64_t dio_ino)
 {
 	struct cs_close *c = malloc(sizeof(*c));
 
@@ -188,15 +199,115 @@ static void cs_close_later(struct ceph_backend *cb, struct Fh *fh,
 			ceph_ll_close(cb->cm, fh);
 		if (dir)
 			ceph_ll_releasedir(cb->cm, dir);
+		if (dio_ino)
+			cs_dio_put(cb, dio_ino);
 		return;
 	}
 	c->fh = fh;
 	c->dir = dir;
+	c->dio_ino = dio_ino;
 	pthread_mutex_lock(&cb->close_lock);
 	c->next = cb->close_head;
 	cb->close_head = c;
 	pthread_cond_signal(&cb->close_cond);
 	pthread_mutex_unlock(&cb->close_lock);
+}
+
+/*
+ * Files written past the object cacher.  A Fh opened O_DIRECT reads and
+ * writes the OSDs at once (Client::_read, Client::_write), which costs a
+ * 4 KiB read or write less than the cacher does; but a direct write
+ * leaves what the cacher holds of the range as it was, and a Fh that
+ * reads through the cacher would find the old bytes there.  So a file is
+ * written past the cacher only from a moment when no Fh that goes
+ * through the cacher is open on it, and from then on every Fh of it is
+ * O_DIRECT, for the agent's life (the cacher may keep the old bytes after
+ * the last Fh closed).  cached counts the open Fhs of ino that go through
+ * the cacher; an entry lives while it counts one or is direct.
+ */
+#define CS_DIO_MAX	4096	/* direct files; past that, through the cacher */
+
+struct cs_dio {
+	struct cs_dio *next;
+	uint64_t ino;
+	uint32_t cached;
+	int direct;
+};
+
+/*
+ * The flags of a Fh about to be opened on ino, for flags (O_DIRECT: what
+ * the application asked for): *out; *counted is 1 when that Fh goes
+ * through the cacher, and cs_dio_put() must follow its close (or the
+ * failure to open it).  0 or -ENOMEM.
+ */
+static int cs_dio_get(struct ceph_backend *cb, uint64_t ino, uint32_t flags,
+		      uint32_t *out, int *counted)
+{
+	struct cs_dio **head = &cb->dio[ino % CS_DIO_BUCKETS], *d;
+	int ret = 0;
+
+	*counted = 0;
+	*out = flags;
+	pthread_mutex_lock(&cb->dio_lock);
+	for (d = *head; d && d->ino != ino; d = d->next)
+		;
+	if (d && d->direct) {
+		*out |= O_DIRECT;
+		goto out;
+	}
+	/* a Fh that only reads directly never looks in the cacher */
+	if ((flags & O_DIRECT) && (flags & O_ACCMODE) == O_RDONLY)
+		goto out;
+	if (!d) {
+		d = calloc(1, sizeof(*d));
+		if (!d) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		d->ino = ino;
+		d->next = *head;
+		*head = d;
+	}
+	if ((flags & O_DIRECT) && d->cached == 0 &&
+	    cb->ndirect < CS_DIO_MAX) {
+		d->direct = 1;
+		cb->ndirect++;
+		goto out;
+	}
+	d->cached++;
+	*counted = 1;
+	*out &= ~(uint32_t)O_DIRECT;
+out:
+	pthread_mutex_unlock(&cb->dio_lock);
+	return ret;
+}
+
+/* A Fh of ino that went through the cacher is closed. */
+static void cs_dio_put(struct ceph_backend *cb, uint64_t ino)
+{
+	struct cs_dio **pp = &cb->dio[ino % CS_DIO_BUCKETS], *d;
+
+	pthread_mutex_lock(&cb->dio_lock);
+	while ((d = *pp) && d->ino != ino)
+		pp = &d->next;
+	if (d && d->cached && --d->cached == 0 && !d->direct) {
+		*pp = d->next;
+		free(d);
+	}
+	pthread_mutex_unlock(&cb->dio_lock);
+}
+
+static void cs_dio_free(struct ceph_backend *cb)
+{
+	struct cs_dio *d;
+	size_t i;
+
+	for (i = 0; i < CS_DIO_BUCKETS; i++)
+		while ((d = cb->dio[i])) {
+			cb->dio[i] = d->next;
+			free(d);
+		}
+	pthread_mutex_destroy(&cb->dio_lock);
 }
 
 /* ---- a session's store ---- */
@@ -238,6 +349,7 @@ struct agent_file {
 	struct Fh *fh;			/* a regular file */
 	struct ceph_dir_result *dir;	/* a directory */
 	struct ceph_node *node;		/* referenced while open */
+	uint64_t dio_ino;		/* fh counted by cs_dio_get(), or 0 */
 	pthread_mutex_t dlock;		/* one READDIR at a time on dir */
 	int dlock_init;
 	uint32_t gen;
@@ -734,9 +846,10 @@ out_free:
 
 static void cs_file_close(struct ceph_store *s, struct agent_file *f)
 {
-	cs_close_later(s->cb, f->fh, f->dir);
+	cs_close_later(s->cb, f->fh, f->dir, f->dio_ino);
 	f->fh = NULL;
 	f->dir = NULL;
+	f->dio_ino = 0;
 }
 
 static void cfs_destroy(struct agent_store *bs)
@@ -893,6 +1006,7 @@ static void cs_file_put(struct ceph_store *s, struct agent_file *f)
 	struct ceph_node *n = NULL;
 	struct Fh *fh = NULL;
 	struct ceph_dir_result *dir = NULL;
+	uint64_t dio_ino = 0;
 	int last_node = 0;
 
 	pthread_mutex_lock(&s->lock);
@@ -900,9 +1014,11 @@ static void cs_file_put(struct ceph_store *s, struct agent_file *f)
 		fh = f->fh;
 		dir = f->dir;
 		n = f->node;
+		dio_ino = f->dio_ino;
 		f->fh = NULL;
 		f->dir = NULL;
 		f->node = NULL;
+		f->dio_ino = 0;
 		f->used = 0;
 		f->next_free = s->free_head;
 		s->free_head = f->idx;
@@ -911,7 +1027,7 @@ static void cs_file_put(struct ceph_store *s, struct agent_file *f)
 	}
 	pthread_mutex_unlock(&s->lock);
 	if (fh || dir)
-		cs_close_later(s->cb, fh, dir);
+		cs_close_later(s->cb, fh, dir, dio_ino);
 	if (last_node)
 		cs_node_free(s, n);
 }
@@ -967,13 +1083,14 @@ static int cs_file_claim(struct ceph_store *s, uint32_t idx)
 }
 
 /*
- * A new fh for fh or dir (ownership moves here on success) on node n
- * (referenced here for the file's life).  want: 0 for any slot, or the
- * fh value to install (REOPEN).
+ * A new fh for fh or dir (ownership moves here on success, with fh's
+ * cs_dio_get() count when dio_ino is not 0) on node n (referenced here
+ * for the file's life).  want: 0 for any slot, or the fh value to
+ * install (REOPEN).
  */
 static int cs_file_new(struct ceph_store *s, struct Fh *cfh,
-		       struct ceph_dir_result *dir, struct ceph_node *n,
-		       uint64_t want, uint64_t *fh)
+		       struct ceph_dir_result *dir, uint64_t dio_ino,
+		       struct ceph_node *n, uint64_t want, uint64_t *fh)
 {
 	struct agent_file *f;
 	uint32_t idx;
@@ -1015,6 +1132,7 @@ static int cs_file_new(struct ceph_store *s, struct Fh *cfh,
 	f->isdir = !!dir;
 	f->fh = cfh;
 	f->dir = dir;
+	f->dio_ino = dio_ino;
 	f->closing = 0;
 	f->node = n;
 	n->refs++;
@@ -1284,7 +1402,7 @@ static int cs_own_new(struct ceph_store *s, struct ceph_node *parent,
 
 /*
  * O_* bits a host may ask for (store_posix.c says why not O_APPEND or
- * O_NONBLOCK; cs_wflags() what becomes of O_DIRECT).
+ * O_NONBLOCK; cs_dio_get() what becomes of O_DIRECT).
  */
 #define CS_OPEN_FLAGS	(O_ACCMODE | O_TRUNC | O_SYNC | O_DSYNC | O_DIRECT)
 
@@ -1303,39 +1421,35 @@ static int cs_type_err(uint32_t mode)
 }
 
 /*
- * The flags of the Fh for a host's open.
+ * The flags of the Fh for a host's open, before cs_dio_get() decides on
+ * O_DIRECT (the application opened past the caches: see there).
  *
  * A write is acknowledged to the host only once it is in the OSDs: bytes
  * in the Ceph client's cache would die with the agent, and a host that
  * outlives its agent (the daemon replays only what was not answered)
  * must lose nothing.  O_DSYNC on every Fh that writes keeps the cache for
- * reads and makes each write flush its range (Client::_write).
- *
- * O_DIRECT (the application opened past the caches) stays on a Fh that
- * only reads: its reads then go to the OSDs at once, not through the
- * object cacher, whose miss costs a 4 KiB read about 230 us more
- * (doc/performance.md).  A Fh that writes drops it: a direct write
- * leaves what the cacher holds of the range as it was, and a read
- * through another Fh of this client would find the old bytes there.
+ * reads and makes each write flush its range (Client::_write); a direct
+ * write waits for the OSDs anyway.
  */
 static uint32_t cs_wflags(uint32_t flags)
 {
-	if ((flags & O_ACCMODE) == O_RDONLY)
-		return flags;
-	return (flags & ~(uint32_t)O_DIRECT) | O_DSYNC;
+	return (flags & O_ACCMODE) == O_RDONLY ? flags : flags | O_DSYNC;
 }
 
 /*
- * Open in for flags.  O_TRUNC of an empty file changes no size, and then
- * the MDS leaves mtime and ctime alone; POSIX marks both for update on
- * every O_TRUNC open of an existing file, so they are set here.
+ * Open in (ino) for flags; *dio_ino: ino when the Fh holds a
+ * cs_dio_get() count, else 0.  O_TRUNC of an empty file changes no size,
+ * and then the MDS leaves mtime and ctime alone; POSIX marks both for
+ * update on every O_TRUNC open of an existing file, so they are set here.
  */
-static int cs_open_file(struct ceph_store *s, Inode *in, uint32_t flags,
-			struct Fh **cfh)
+static int cs_open_file(struct ceph_store *s, Inode *in, uint64_t ino,
+			uint32_t flags, struct Fh **cfh, uint64_t *dio_ino)
 {
 	struct ceph_statx x;
-	int ret, empty = 0;
+	uint32_t fl;
+	int ret, empty = 0, counted;
 
+	*dio_ino = 0;
 	if (flags & O_TRUNC) {
 		ret = ceph_ll_getattr(s->cm, in, &x, CEPH_STATX_SIZE,
 				      AT_SYMLINK_NOFOLLOW, s->cb->perms);
@@ -1343,21 +1457,57 @@ static int cs_open_file(struct ceph_store *s, Inode *in, uint32_t flags,
 			return ret;
 		empty = x.stx_size == 0;
 	}
-	ret = ceph_ll_open(s->cm, in, (int)cs_wflags(flags), cfh,
-			   s->cb->perms);
-	if (ret < 0 || !empty)
+	ret = cs_dio_get(s->cb, ino, cs_wflags(flags), &fl, &counted);
+	if (ret < 0)
 		return ret;
-	memset(&x, 0, sizeof(x));
-	cs_now(&x.stx_mtime);
-	x.stx_ctime = x.stx_mtime;
-	ret = ceph_ll_setattr(s->cm, in, &x,
-			      CEPH_SETATTR_MTIME | CEPH_SETATTR_CTIME,
-			      s->cb->perms);
-	if (ret < 0) {
-		ceph_ll_close(s->cm, *cfh);
-		*cfh = NULL;
+	ret = ceph_ll_open(s->cm, in, (int)fl, cfh, s->cb->perms);
+	if (ret == 0 && empty) {
+		memset(&x, 0, sizeof(x));
+		cs_now(&x.stx_mtime);
+		x.stx_ctime = x.stx_mtime;
+		ret = ceph_ll_setattr(s->cm, in, &x,
+				      CEPH_SETATTR_MTIME | CEPH_SETATTR_CTIME,
+				      s->cb->perms);
+		if (ret < 0) {
+			ceph_ll_close(s->cm, *cfh);
+			*cfh = NULL;
+		}
 	}
+	if (ret < 0 && counted)
+		cs_dio_put(s->cb, ino);
+	else if (counted)
+		*dio_ino = ino;
 	return ret;
+}
+
+/*
+ * The Fh ceph_ll_create() made for a new file (ino) went through the
+ * cacher: keep it counted, or, when the file is to be written past the
+ * cacher (the host asked, or another session made it so meanwhile), open
+ * one that does not in its place.
+ */
+static int cs_created_fh(struct ceph_store *s, Inode *in, uint64_t ino,
+			 uint32_t flags, struct Fh **cfh, uint64_t *dio_ino)
+{
+	struct Fh *dfh;
+	uint32_t fl;
+	int ret, counted;
+
+	*dio_ino = 0;
+	ret = cs_dio_get(s->cb, ino, cs_wflags(flags), &fl, &counted);
+	if (ret < 0)
+		return ret;
+	if (counted) {
+		*dio_ino = ino;
+		return 0;
+	}
+	ret = ceph_ll_open(s->cm, in, (int)(fl & ~(uint32_t)O_TRUNC), &dfh,
+			   s->cb->perms);
+	if (ret < 0)
+		return ret;
+	cs_close_later(s->cb, *cfh, NULL, 0);
+	*cfh = dfh;
+	return 0;
 }
 
 static int cfs_create_file(struct agent_store *bs,
@@ -1371,9 +1521,9 @@ static int cfs_create_file(struct agent_store *bs,
 	struct bcp_entry e;
 	struct ceph_statx x;
 	struct Fh *cfh = NULL;
+	uint64_t fh, dio_ino = 0;
 	char cname[256];
 	Inode *in;
-	uint64_t fh;
 	int ret, made = 0;
 
 	ret = cs_name(name, r->name_len, cname);
@@ -1382,13 +1532,17 @@ static int cfs_create_file(struct agent_store *bs,
 	ret = cs_dir_get(s, r->parent, &p);
 	if (ret < 0)
 		return ret;
+	/* through the cacher at first: cs_created_fh() decides */
 	ret = ceph_ll_create(s->cm, p->in, cname, mode,
-			     (int)(cs_wflags(flags) | O_CREAT | O_EXCL |
-				   O_NOFOLLOW),
+			     (int)((cs_wflags(flags) & ~(uint32_t)O_DIRECT) |
+				   O_CREAT | O_EXCL | O_NOFOLLOW),
 			     &in, &cfh, &x, CS_WANT, 0, s->cb->perms);
 	if (ret == 0) {
 		made = 1;
 		ret = cs_own_new(s, p, in, &x, r->uid, r->gid, mode);
+		if (ret == 0)
+			ret = cs_created_fh(s, in, x.stx_ino, flags, &cfh,
+					    &dio_ino);
 		if (ret < 0) {
 			ceph_ll_put(s->cm, in);
 			goto out_close;
@@ -1401,7 +1555,8 @@ static int cfs_create_file(struct agent_store *bs,
 			goto out_put;
 		ret = cs_type_err(x.stx_mode);
 		if (ret == 0)
-			ret = cs_open_file(s, in, flags, &cfh);
+			ret = cs_open_file(s, in, x.stx_ino, flags, &cfh,
+					   &dio_ino);
 		if (ret < 0) {
 			ceph_ll_put(s->cm, in);
 			goto out_put;
@@ -1417,7 +1572,7 @@ static int cfs_create_file(struct agent_store *bs,
 		cs_pub_name(s, BCP_NOTIFY_ENTRY, p, cname, 0);
 	else if (flags & O_TRUNC)
 		cs_pub_inode(s, n->ino, 0, 0);
-	ret = cs_file_new(s, cfh, NULL, n, 0, &fh);
+	ret = cs_file_new(s, cfh, NULL, dio_ino, n, 0, &fh);
 	cs_node_put(s, n);
 	if (ret < 0) {
 		cfs_forget_handle(s, e.handle, 1);
@@ -1433,7 +1588,7 @@ static int cfs_create_file(struct agent_store *bs,
 
 out_close:
 	if (cfh)
-		cs_close_later(s->cb, cfh, NULL);
+		cs_close_later(s->cb, cfh, NULL, dio_ino);
 out_put:
 	cs_node_put(s, p);
 	return ret;
@@ -1722,17 +1877,19 @@ out_p:
 /* Open n as OPEN (flags) or OPENDIR does: a Fh or a directory stream. */
 static int cs_open_node(struct ceph_store *s, struct ceph_node *n,
 			uint32_t flags, int dir, struct Fh **cfh,
-			struct ceph_dir_result **cdir)
+			struct ceph_dir_result **cdir, uint64_t *dio_ino)
 {
 	*cfh = NULL;
 	*cdir = NULL;
+	*dio_ino = 0;
 	if (dir && n->mode != S_IFDIR)
 		return -ENOTDIR;
 	if (!dir && n->mode != S_IFREG)
 		return cs_type_err(n->mode);
 	if (dir)
 		return ceph_ll_opendir(s->cm, n->in, cdir, s->cb->perms);
-	return cs_open_file(s, n->in, flags & CS_OPEN_FLAGS, cfh);
+	return cs_open_file(s, n->in, n->ino, flags & CS_OPEN_FLAGS, cfh,
+			    dio_ino);
 }
 
 static int cs_open(struct ceph_store *s, uint64_t handle, uint32_t flags,
@@ -1741,20 +1898,20 @@ static int cs_open(struct ceph_store *s, uint64_t handle, uint32_t flags,
 	struct ceph_dir_result *cdir;
 	struct ceph_node *n;
 	struct Fh *cfh;
-	uint64_t fh;
+	uint64_t fh, dio_ino;
 	int ret;
 
 	n = cs_node_get(s, handle);
 	if (!n)
 		return -ESTALE;
-	ret = cs_open_node(s, n, flags, dir, &cfh, &cdir);
+	ret = cs_open_node(s, n, flags, dir, &cfh, &cdir, &dio_ino);
 	if (ret < 0)
 		goto out_put;
 	if (!dir && (flags & O_TRUNC))
 		cs_pub_inode(s, n->ino, 0, 0);
-	ret = cs_file_new(s, cfh, cdir, n, want, &fh);
+	ret = cs_file_new(s, cfh, cdir, dio_ino, n, want, &fh);
 	if (ret < 0) {
-		cs_close_later(s->cb, cfh, cdir);
+		cs_close_later(s->cb, cfh, cdir, dio_ino);
 		goto out_put;
 	}
 	memset(out, 0, sizeof(*out));
@@ -3211,6 +3368,7 @@ static void cfs_backend_close(struct agent_backend *b)
 	cs_closer_join(cb);
 	pthread_cond_destroy(&cb->close_cond);
 	pthread_mutex_destroy(&cb->close_lock);
+	cs_dio_free(cb);
 	cs_watch_stop(cb);
 	ceph_userperm_destroy(cb->perms);
 	ceph_unmount(cb->cm);
@@ -3400,6 +3558,7 @@ int agent_ceph_open(const struct agent_store_spec *sp,
 		goto out_unmount;
 	}
 	cs_tag(cb, path);
+	pthread_mutex_init(&cb->dio_lock, NULL);
 	pthread_mutex_init(&cb->close_lock, NULL);
 	pthread_cond_init(&cb->close_cond, NULL);
 	ret = -pthread_create(&cb->closer, NULL, cs_closer_main, cb);
@@ -3418,6 +3577,7 @@ out_closer:
 out_perms:
 	pthread_cond_destroy(&cb->close_cond);
 	pthread_mutex_destroy(&cb->close_lock);
+	cs_dio_free(cb);
 	ceph_userperm_destroy(cb->perms);
 out_unmount:
 	ceph_unmount(cb->cm);
