@@ -365,7 +365,7 @@ static void s_stat(const char *p)
  */
 static void s_write(const char *p, int flags, const char *fn, size_t len)
 {
-	static const char data[8192] __attribute__((aligned(4096))) =
+	static const char data[4096] __attribute__((aligned(4096))) =
 		"0123456789abcdef0123456789abcdef";
 	int fd;
 

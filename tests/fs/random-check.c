@@ -6,9 +6,10 @@
  * Keeps a few files open in both directories and applies the same random
  * operations to both: pwrite, pread, ftruncate, reads and writes through
  * shared mappings, fsync, close and reopen.  Each file of TESTDIR is also
- * open a second time with O_DIRECT (read-only or read-write, chosen
- * anew at each reopen), and some reads and writes go through that one.  Every read is compared with the
- * reference byte for byte, and so is every whole file at the end.  The seed
+ * open a second time with O_DIRECT (read-only or read-write, chosen anew
+ * at each reopen), and some reads and writes go through that one.  Every
+ * read is compared with the reference byte for byte, and so is every
+ * whole file at the end.  The seed
  * is printed first; BCF_SEED=N replays a run.  Exit 0 when all matched,
  * 1 on the first difference (with the operation that showed it), 99 when
  * the reference directory itself misbehaves.
@@ -38,7 +39,7 @@ struct rc_file {
 	char ref_path[PATH_MAX];
 	int test_fd;
 	int ref_fd;
-	int dio_fd;		/* TESTDIR's file with O_DIRECT; -1: none */
+	int dio_fd;		/* TESTDIR's file again, with O_DIRECT */
 	int dio_rw;		/* dio_fd may write */
 };
 
@@ -364,12 +365,6 @@ int main(int argc, char **argv)
 		case 7 ... 12:
 			op_read(f, 0);
 			break;
-		case 20:
-			op_write(f, 1);
-			break;
-		case 21:
-			op_read(f, 1);
-			break;
 		case 13:
 		case 14:
 			op_truncate(f);
@@ -382,6 +377,12 @@ int main(int argc, char **argv)
 			break;
 		case 17:
 			op_mmap(f, 1);
+			break;
+		case 20:
+			op_write(f, 1);
+			break;
+		case 21:
+			op_read(f, 1);
 			break;
 		default:
 			op_reopen(f);

@@ -30,9 +30,9 @@ run()
 	bcf_umount
 }
 
-# direct_over OLD NEW: the file was read through every cache (the
-# agent's store's too), then rewritten with O_DIRECT, then read again
-# without it: a read must never find the bytes the direct write replaced
+# direct_over: a file read through every cache (the agent's store's too)
+# is rewritten with O_DIRECT, then read again without it, and the other
+# way round: a read must never find the bytes a write replaced
 direct_over()
 {
 	local f=$BCF_MNT/dio i

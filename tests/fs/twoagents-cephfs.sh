@@ -126,7 +126,7 @@ BN=$BCF_TMP/BN
 # to tell a late change from one never told.
 within()
 {
-	local what=$1 n=0 t0
+	local what=$1 n=0 t0 ms
 
 	shift
 	t0=$(date +%s%N)
@@ -136,9 +136,10 @@ within()
 			bcf_fail "$what: not seen within $((HIDDEN / 10)).$((HIDDEN % 10)) s, nor 10 s later"
 		sleep 0.1
 	done
+	ms=$((($(date +%s%N) - t0) / 1000000))
 	[ $n -gt "$HIDDEN" ] &&
-		bcf_fail "$what: not seen within $((HIDDEN / 10)).$((HIDDEN % 10)) s (seen after $((($(date +%s%N) - t0) / 1000000)) ms)"
-	bcf_log "$what: seen after $((($(date +%s%N) - t0) / 1000000)) ms"
+		bcf_fail "$what: not seen within $((HIDDEN / 10)).$((HIDDEN % 10)) s (seen after $ms ms)"
+	bcf_log "$what: seen after $ms ms"
 }
 
 reads() { [ "$(cat "$1" 2>/dev/null)" = "$2" ]; }
