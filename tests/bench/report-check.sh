@@ -66,23 +66,36 @@ if [ -z "$chart" ]; then
 	expect "![chart](results.svg)"
 fi
 
-# without bcfs-shm (BENCH_CONFIGS=bcfs-cephfs,ceph-fuse, say) there are no
-# ratios of it to draw: the chart is made without that panel
-if [ -z "$chart" ]; then
-	mkdir -p "$tmp/noshm" || exit 99
+# charted NAME WHAT CONFIG...: the set without CONFIGs still has a chart
+charted()
+{
+	local name=$1 what=$2
+
+	shift 2
+	mkdir -p "$tmp/$name" || exit 99
 	python3 -c 'import json, sys
 d = json.load(open(sys.argv[1]))
-d["meta"]["configs"].remove("bcfs-shm")
-d["results"] = [r for r in d["results"] if r["config"] != "bcfs-shm"]
+drop = sys.argv[3:]
+d["meta"]["configs"] = [c for c in d["meta"]["configs"] if c not in drop]
+d["results"] = [r for r in d["results"] if r["config"] not in drop]
 json.dump(d, open(sys.argv[2], "w"))' \
-		"$tmp/results.json" "$tmp/noshm/results.json" || exit 99
-	python3 "$top_srcdir/tests/bench/report.py" "$tmp/noshm" \
-		> "$tmp/noshm/out" 2>&1 ||
-		fail "report.py failed without bcfs-shm"
-	grep -q "no chart" "$tmp/noshm/out" &&
-		fail "no chart without bcfs-shm: $(cat "$tmp/noshm/out")"
-	grep -q '<svg' "$tmp/noshm/results.svg" 2>/dev/null ||
-		fail "no chart without bcfs-shm"
+		"$tmp/results.json" "$tmp/$name/results.json" "$@" || exit 99
+	python3 "$top_srcdir/tests/bench/report.py" "$tmp/$name" \
+		> "$tmp/$name/out" 2>&1 ||
+		fail "report.py failed $what"
+	grep -q "no chart" "$tmp/$name/out" &&
+		fail "no chart $what: $(cat "$tmp/$name/out")"
+	grep -q '<svg' "$tmp/$name/results.svg" 2>/dev/null ||
+		fail "no chart $what"
+}
+
+if [ -z "$chart" ]; then
+	# BENCH_CONFIGS=bcfs-cephfs,ceph-fuse, say: no ratios of bcfs-shm
+	# to draw, the chart is made without that panel
+	charted noshm "without bcfs-shm" bcfs-shm
+	# bcfs-shm beside the passthroughs only: the ratio panel draws the
+	# one series it has
+	charted passonly "without tmpfs and sshfs" tmpfs sshfs
 fi
 
 # variants of the set: variant NAME PYTHON-STATEMENTS (on the document d)

@@ -387,18 +387,21 @@ class Report:
                                                 else "%.6g" % v))
                 f.write("\n\n")
             f.write("# ratios of %s\n" % SUBJECT)
-            have_ratios = False
+            # the references measured: gnuplot refuses an all-NaN series
+            have_cols = [False, False, False]
             for j in self.jobs:
                 rs = [self.ratio(SUBJECT, j, "tmpfs"),
                       self.ratio(SUBJECT, j, "pass"),
                       self.ratio(SUBJECT, j, "sshfs")]
-                have_ratios |= any(v is not None for v in rs)
+                for i, v in enumerate(rs):
+                    have_cols[i] |= v is not None
                 f.write("\"%s\" %s %s %s\n" % (
                     j, *("NaN" if v is None else "%.6g" % v
                          for v in rs)))
         units = {j: next((r["unit"] for r in self.rows if r["job"] == j),
                          "") for j in self.jobs}
         cols = 3
+        have_ratios = any(have_cols)
         panels = len(self.jobs) + (1 if have_ratios else 0)
         nrows = (panels + cols - 1) // cols
         g = []
@@ -424,7 +427,7 @@ class Report:
             g.append("plot '%s' index %d using 1:3:($1+1):xtic(2) "
                      "with boxes lc variable" % (data, k))
         if have_ratios:
-            self.chart_ratios(g, data, cols, w, h)
+            self.chart_ratios(g, data, cols, w, h, have_cols)
         g.append("unset multiplot")
         script = os.path.join(outdir, "chart.gp")
         with open(script, "w") as f:
@@ -440,9 +443,9 @@ class Report:
             return None
         return os.path.join(outdir, name)
 
-    def chart_ratios(self, g, data, cols, w, h):
+    def chart_ratios(self, g, data, cols, w, h, have_cols):
         """The last panel: SUBJECT's ratios (only when it was measured
-        beside a reference)."""
+        beside a reference), one series per reference measured."""
         k = len(self.jobs)
         row, col = divmod(k, cols)
         g.append("set origin %f,%f" % (col * w, 0.97 - (row + 1) * h))
@@ -459,10 +462,14 @@ class Report:
                  "nohead dt 2 lc rgb 'black'")
         g.append("set arrow 2 from graph 0, first 5 to graph 1, first 5 "
                  "nohead dt 3 lc rgb 'red'")
-        g.append("plot '%s' index %d using 2:xtic(1) title 'vs tmpfs', "
-                 "'' index %d using 3 title 'vs best passthrough', "
-                 "'' index %d using 4 title 'vs sshfs'" %
-                 (data, len(self.jobs), len(self.jobs), len(self.jobs)))
+        series = []
+        for i, title in enumerate(("vs tmpfs", "vs best passthrough",
+                                   "vs sshfs")):
+            if have_cols[i]:
+                series.append("'%s' index %d using %d%s title '%s'" % (
+                    data if not series else "", len(self.jobs), i + 2,
+                    ":xtic(1)" if not series else "", title))
+        g.append("plot " + ", ".join(series))
 
 
 def main():
