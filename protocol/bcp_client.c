@@ -70,7 +70,6 @@
 #include "bcp_auth.h"
 #include "bcp_client_i.h"
 
-#define BCP_CLIENT_POOL_DEFAULT		(64u * 1024 * 1024)
 #define BCP_CLIENT_BATCH_DEFAULT	256
 #define BCP_CLIENT_TIMEOUT_DEFAULT	10000
 #define BCP_CLIENT_SLOTS_MAX		4096

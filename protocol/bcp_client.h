@@ -38,12 +38,15 @@ int bcp_transport_parse(const char *s, enum bcp_transport *out);
 
 struct bcp_client;
 
+#define BCP_CLIENT_POOL_DEFAULT	(64u * 1024 * 1024)
+
 struct bcp_client_opts {
 	const char *addr;		/* "tcp://HOST[:PORT]" or "unix:PATH" */
 	const void *secret;		/* NULL/0: the empty secret */
 	size_t secret_len;
 	enum bcp_transport transport;
-	size_t pool_size;		/* bytes in the registered pool */
+	size_t pool_size;		/* bytes in the registered pool (0: the
+					 * default, BCP_CLIENT_POOL_DEFAULT) */
 	uint32_t max_batch;		/* segments per batch, <= BCP_SEGS_MAX */
 	int timeout_ms;			/* connect + handshake; and per call */
 	/*
