@@ -5,9 +5,12 @@
  * Usage: random-check TESTDIR REFDIR [OPS]
  * Keeps a few files open in both directories and applies the same random
  * operations to both: pwrite, pread, ftruncate, reads and writes through
- * shared mappings, fsync, close and reopen.  Each file of TESTDIR is also
- * open a second time with O_DIRECT (read-only or read-write, chosen anew
- * at each reopen), and some reads and writes go through that one.  Every
+ * shared mappings, fsync, close and reopen, and files unlinked and made
+ * anew (then written by the mount's write-behind until another
+ * descriptor opens them).  Each file of TESTDIR is also open a second
+ * time with O_DIRECT (read-only or read-write, chosen anew at each
+ * reopen; after a new file, at its first direct read or write), and some
+ * reads and writes go through that one.  Every
  * read is compared with the reference byte for byte, and so is every
  * whole file at the end.  The seed
  * is printed first; BCF_SEED=N replays a run.  Exit 0 when all matched,
@@ -39,7 +42,8 @@ struct rc_file {
 	char ref_path[PATH_MAX];
 	int test_fd;
 	int ref_fd;
-	int dio_fd;		/* TESTDIR's file again, with O_DIRECT */
+	int dio_fd;		/* TESTDIR's file again, with O_DIRECT, or
+				 * -1 until used after a new file */
 	int dio_rw;		/* dio_fd may write */
 };
 
@@ -150,16 +154,11 @@ static void compare_bytes(const char *what, const unsigned char *t,
 		 what, (long long)(off + i), t[i], r[i]);
 }
 
-static void open_pair(struct rc_file *f, int trunc)
+/* the O_DIRECT descriptor, opened at the first direct operation */
+static void open_dio(struct rc_file *f)
 {
-	int flags = O_RDWR | O_CREAT | (trunc ? O_TRUNC : 0);
-
-	f->ref_fd = open(f->ref_path, flags, 0644);
-	if (f->ref_fd < 0)
-		die_ref("open");
-	f->test_fd = open(f->test_path, flags, 0644);
-	if (f->test_fd < 0)
-		mismatch("open %s: %s", f->test_path, strerror(errno));
+	if (f->dio_fd >= 0)
+		return;
 	f->dio_rw = (int)rng_below(2);
 	f->dio_fd = open(f->test_path,
 			 (f->dio_rw ? O_RDWR : O_RDONLY) | O_DIRECT);
@@ -168,12 +167,46 @@ static void open_pair(struct rc_file *f, int trunc)
 			 strerror(errno));
 }
 
+/*
+ * how: 0 reopen, 1 truncate, 2 a new file (unlinked first, made with
+ * O_EXCL: its writes may be gathered until another descriptor opens it).
+ */
+static void open_pair(struct rc_file *f, int how)
+{
+	int flags = O_RDWR | O_CREAT;
+
+	if (how == 1)
+		flags |= O_TRUNC;
+	if (how == 2) {
+		if (unlink(f->ref_path) < 0 && errno != ENOENT)
+			die_ref("unlink");
+		if (unlink(f->test_path) < 0 && errno != ENOENT)
+			mismatch("unlink %s: %s", f->test_path,
+				 strerror(errno));
+		flags |= O_EXCL;
+	}
+	f->ref_fd = open(f->ref_path, flags, 0644);
+	if (f->ref_fd < 0)
+		die_ref("open");
+	f->test_fd = open(f->test_path, flags, 0644);
+	if (f->test_fd < 0)
+		mismatch("open %s: %s", f->test_path, strerror(errno));
+	f->dio_fd = -1;
+	if (how != 2)
+		open_dio(f);
+}
+
 static void op_write(struct rc_file *f, int direct)
 {
-	off_t off = rng_off(ref_size(f));
+	/* a third of them append, as a file is written from start to end */
+	off_t off = rng_below(3) ? rng_off(ref_size(f)) : ref_size(f);
 	size_t len = rng_len();
-	int fd = direct && f->dio_rw ? f->dio_fd : f->test_fd;
 	ssize_t n;
+	int fd;
+
+	if (direct)
+		open_dio(f);
+	fd = direct && f->dio_rw ? f->dio_fd : f->test_fd;
 
 	if (off + len > MAX_SIZE)
 		off = MAX_SIZE - len;
@@ -191,9 +224,13 @@ static void op_read(struct rc_file *f, int direct)
 {
 	off_t off = rng_off(ref_size(f));
 	size_t len = rng_len();
-	int fd = direct ? f->dio_fd : f->test_fd;
 	ssize_t nt, nr;
 	char what[64];
+	int fd;
+
+	if (direct)
+		open_dio(f);
+	fd = direct ? f->dio_fd : f->test_fd;
 
 	nr = pread(f->ref_fd, rbuf, len, off);
 	if (nr < 0)
@@ -283,17 +320,17 @@ static void op_mmap(struct rc_file *f, int write)
 	munmap(mr, len);
 }
 
-static void op_reopen(struct rc_file *f)
+static void op_reopen(struct rc_file *f, int anew)
 {
 	if (rng_below(2) && fsync(f->test_fd) < 0)
 		mismatch("fsync %s: %s", f->test_path, strerror(errno));
 	if (close(f->test_fd) < 0)
 		mismatch("close %s: %s", f->test_path, strerror(errno));
-	if (close(f->dio_fd) < 0)
+	if (f->dio_fd >= 0 && close(f->dio_fd) < 0)
 		mismatch("close %s (O_DIRECT): %s", f->test_path,
 			 strerror(errno));
 	close(f->ref_fd);
-	open_pair(f, 0);
+	open_pair(f, anew ? 2 : 0);
 }
 
 static void compare_whole(struct rc_file *f)
@@ -384,16 +421,20 @@ int main(int argc, char **argv)
 		case 21:
 			op_read(f, 1);
 			break;
+		case 18:
+			op_reopen(f, 0);
+			break;
 		default:
-			op_reopen(f);
+			op_reopen(f, 1);
 			break;
 		}
 	}
 	for (i = 0; i < NFILES; i++) {
-		op_reopen(&files[i]);
+		op_reopen(&files[i], 0);
 		compare_whole(&files[i]);
 		close(files[i].test_fd);
-		close(files[i].dio_fd);
+		if (files[i].dio_fd >= 0)
+			close(files[i].dio_fd);
 		close(files[i].ref_fd);
 	}
 	printf("random-check: %ld operations on %d files matched\n", ops,
