@@ -61,6 +61,7 @@ struct bcfs_opts {
 	unsigned int queue_depth;
 	unsigned int slot_size;
 	int writeback;		/* -o writeback / nowriteback */
+	int nowritebehind;	/* -o nowritebehind (wb.c) */
 	int private_mount;	/* root: do not serve other users */
 	int foreground;
 	int debug;
@@ -469,6 +470,22 @@ void bcfs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in,
 			     fuse_ino_t ino_out, off_t off_out,
 			     struct fuse_file_info *fi_out, size_t len,
 			     int flags);
+void bcfs_op_flush(fuse_req_t req, fuse_ino_t ino,
+		   struct fuse_file_info *fi);
+
+/* wb.c: write-behind for files this mount creates */
+#define BCFS_WB_REPORT	1	/* bcfs_wb_flush: return (and clear) an error */
+#define BCFS_WB_TRUNC	2	/* ... and forget the size written */
+void bcfs_wb_init(size_t pool_size);
+int bcfs_wb_attach(uint64_t handle, uint64_t fh, int flags);
+int bcfs_wb_write(fuse_req_t req, uint64_t handle, uint64_t fh, int through,
+		  struct fuse_bufvec *bufv, size_t size, off_t off);
+int bcfs_wb_flush(uint64_t handle, int how);
+void bcfs_wb_close(fuse_req_t req, uint64_t handle);
+void bcfs_wb_end(uint64_t handle);
+void bcfs_wb_release(uint64_t handle, uint64_t fh);
+void bcfs_wb_patch(uint64_t handle, struct stat *st);
+void bcfs_wb_fini(void);
 
 /* ops_xattr.c */
 void bcfs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,

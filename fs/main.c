@@ -75,6 +75,8 @@ static const struct fuse_opt bcfs_opt_spec[] = {
 	FUSE_OPT_KEY("slot_size=", BCFS_KEY_SLOT_SIZE),
 	BCFS_OPT("writeback", writeback, 1),
 	BCFS_OPT("nowriteback", writeback, 0),
+	BCFS_OPT("writebehind", nowritebehind, 0),
+	BCFS_OPT("nowritebehind", nowritebehind, 1),
 	BCFS_OPT("private", private_mount, 1),
 	BCFS_OPT("metrics=%s", metrics, 0),
 	FUSE_OPT_KEY("-h", BCFS_KEY_HELP),
@@ -145,6 +147,9 @@ static void bcfs_usage(FILE *f, const char *prog)
 "                           neither from the agent, so changes made\n"
 "                           elsewhere do not show (off)\n"
 "    -o nowriteback         no writeback cache (the default)\n"
+"    -o nowritebehind       a file this mount creates sends every write\n"
+"                           at once, rather than gathering sequential\n"
+"                           writes until close or fsync (writebehind)\n"
 "    -o pool_size=BYTES     data buffer pool, K/M/G suffixes (64M)\n"
 "    -o max_batch=N         segments per batch request (256)\n"
 "    -o spin_usec=N         after a reply, poll this long for the next\n"
@@ -398,6 +403,7 @@ static const struct fuse_lowlevel_ops bcfs_ops = {
 	.write = bcfs_op_write,
 	.write_buf = bcfs_op_write_buf,
 	.release = bcfs_op_release,
+	.flush = bcfs_op_flush,
 	.fsync = bcfs_op_fsync,
 	.opendir = bcfs_op_opendir,
 	.readdir = bcfs_op_readdir,
@@ -857,6 +863,7 @@ int main(int argc, char *argv[])
 	bcfs_cache_defaults(o);
 	if (bcp_client_io_max(bcfs_g.client) < bcfs_g.chunk)
 		bcfs_g.chunk = bcp_client_io_max(bcfs_g.client);
+	bcfs_wb_init(co.pool_size ? co.pool_size : BCP_CLIENT_POOL_DEFAULT);
 	bcfs_dbg("connected to %s: transport %s, root handle %llu",
 		 o->agent, bcp_transport_name(bcp_client_transport(
 			 bcfs_g.client)), (unsigned long long)bcfs_g.root);
@@ -905,6 +912,8 @@ int main(int argc, char *argv[])
 	}
 	ret = ret < 0 ? 1 : 0;
 	bcfs_dbg("unmounting");
+	/* files still open when the session ends keep what they wrote */
+	bcfs_wb_fini();
 
 out_unmount:
 	bcfs_notify_fini();

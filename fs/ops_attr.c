@@ -236,6 +236,7 @@ void bcfs_fill_entry(const struct bcp_entry *entry,
 	e->ino = bcfs_nodeid(entry->handle);
 	e->generation = entry->generation;
 	bcfs_attr_to_stat(&entry->attr, &e->attr);
+	bcfs_wb_patch(entry->handle, &e->attr);
 	e->attr_timeout = bcfs_notify_timeout(bcfs_g.o.attr_timeout, ngen);
 	e->entry_timeout = bcfs_notify_timeout(bcfs_g.o.entry_timeout, ngen);
 }
@@ -263,6 +264,8 @@ void bcfs_op_getattr(fuse_req_t req, fuse_ino_t ino,
 	struct bcp_msg m;
 
 	bcfs_readahead_raise();
+	/* the size and mtime of writes still gathered are the agent's then */
+	bcfs_wb_flush(bcfs_handle(ino), 0);
 	bcfs_msg(&m, BCP_OP_GETATTR);
 	m.u.node_req.handle = bcfs_handle(ino);
 	m.u.node_req.fh = fi ? fi->fh : 0;
@@ -321,6 +324,8 @@ void bcfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	struct bcp_setattr_req *s;
 	struct bcp_msg m;
 
+	bcfs_wb_flush(bcfs_handle(ino),
+		      to_set & FUSE_SET_ATTR_SIZE ? BCFS_WB_TRUNC : 0);
 	bcfs_msg(&m, BCP_OP_SETATTR);
 	s = &m.u.setattr_req;
 	s->handle = bcfs_handle(ino);

@@ -3,10 +3,9 @@
  * ops_rw.c - open files and their data: open, create, read, write(_buf),
  * release, fsync, fallocate, lseek and copy_file_range.
  *
- * There is no flush: every write was with the agent before it was
- * acknowledged (with -o writeback, the kernel writes its dirty pages back
- * before it would send FLUSH), so the ENOSYS libfuse answers the first
- * FLUSH with tells the kernel to stop sending one at every close.
+ * Writes are with the agent before they are acknowledged, except those a
+ * file this mount created gathers (wb.c): only its descriptors ask for
+ * FLUSH at close, every other open says FOPEN_NOFLUSH.
  *
  * The data path never waits per request: a read or write takes pool
  * memory (bcp_client_io_get), becomes one or more struct bcp_io handed to
@@ -270,6 +269,7 @@ void bcfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_buf(req, NULL, 0);
 		return;
 	}
+	bcfs_wb_flush(bcfs_handle(ino), 0);
 	rw = bcfs_rw_get();
 	rw->req = req;
 	rw->write = 0;
@@ -296,6 +296,12 @@ void bcfs_op_write_buf(fuse_req_t req, fuse_ino_t ino,
 		fuse_reply_write(req, 0);
 		return;
 	}
+	/* pages the kernel writes back (mmap) go straight through */
+	if (bcfs_wb_write(req, bcfs_handle(ino), fi->fh,
+			  fi->writepage || (fi->flags & (O_APPEND | O_SYNC |
+							 O_DSYNC | O_DIRECT)),
+			  bufv, size, off))
+		return;
 	rw = bcfs_rw_get();
 	rw->req = req;
 	rw->write = 1;
@@ -379,6 +385,9 @@ void bcfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	uint64_t fh;
 	int ret, first;
 
+	/* a file gathering writes sends them now, and from now on at once */
+	bcfs_wb_end(handle);
+	fi->noflush = 1;
 	bcfs_msg(&m, BCP_OP_OPEN);
 	m.u.open_req.handle = handle;
 	m.u.open_req.flags = bcfs_open_flags(fi->flags);
@@ -462,8 +471,12 @@ static void bcfs_answer_create(struct bcfs_acall *a, int result)
 		bcfs_inode_nocap_known(c->entry.handle, gen);
 	}
 	bcfs_open_add(c->fh, c->entry.handle, bcfs_open_flags(fi->flags), 0);
+	/* only a file that gathers writes needs the FLUSH of a close */
+	fi->noflush = !bcfs_wb_attach(c->entry.handle, c->fh,
+				      (int)bcfs_open_flags(fi->flags));
 	if (!fuse_reply_create(a->req, &e, fi))
 		return;
+	bcfs_wb_release(c->entry.handle, c->fh);
 	bcfs_inode_forget(c->entry.handle, 1);
 	bcfs_release_fh(c->entry.handle, c->fh);
 }
@@ -509,7 +522,9 @@ void bcfs_op_release(fuse_req_t req, fuse_ino_t ino,
 	 * Release is asynchronous for the application already; the agent's
 	 * answers are not waited for either (requests of a session are
 	 * served in order, so the GETATTR still finds the file open).
+	 * Writes still gathered (after a FLUSH: only from a race) go first.
 	 */
+	bcfs_wb_release(handle, fi->fh);
 	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
 		/* our own writes are in the page cache: keep it next time */
 		bcfs_msg(&m, BCP_OP_GETATTR);
@@ -521,11 +536,27 @@ void bcfs_op_release(fuse_req_t req, fuse_ino_t ino,
 	fuse_reply_err(req, 0);
 }
 
+/*
+ * Only descriptors of a file that gathers writes (wb.c) ask for FLUSH:
+ * the close waits until they are with the agent, and returns their error.
+ */
+void bcfs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)fi;
+	bcfs_wb_close(req, bcfs_handle(ino));
+}
+
 void bcfs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		   struct fuse_file_info *fi)
 {
 	struct bcp_msg m;
+	int ret;
 
+	ret = bcfs_wb_flush(bcfs_handle(ino), BCFS_WB_REPORT);
+	if (ret) {
+		bcfs_reply_status(req, ret);
+		return;
+	}
 	bcfs_msg(&m, BCP_OP_FSYNC);
 	m.u.fsync_req.handle = bcfs_handle(ino);
 	m.u.fsync_req.fh = fi->fh;
@@ -542,6 +573,7 @@ void bcfs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
+	bcfs_wb_flush(bcfs_handle(ino), 0);
 	bcfs_msg(&m, BCP_OP_FALLOCATE);
 	m.u.fallocate_req.handle = bcfs_handle(ino);
 	m.u.fallocate_req.fh = fi->fh;
@@ -565,6 +597,7 @@ void bcfs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
 		fuse_reply_err(req, ENOSYS);
 		return;
 	}
+	bcfs_wb_flush(bcfs_handle(ino), 0);
 	bcfs_msg(&m, BCP_OP_LSEEK);
 	m.u.lseek_req.fh = fi->fh;
 	m.u.lseek_req.offset = off;
@@ -592,6 +625,8 @@ void bcfs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in,
 		fuse_reply_err(req, EOPNOTSUPP);
 		return;
 	}
+	bcfs_wb_flush(bcfs_handle(ino_in), 0);
+	bcfs_wb_flush(bcfs_handle(ino_out), 0);
 	bcfs_msg(&m, BCP_OP_COPY_FILE_RANGE);
 	q = &m.u.copy_req;
 	q->fh_in = fi_in->fh;
