@@ -476,13 +476,13 @@ void bcfs_op_flush(fuse_req_t req, fuse_ino_t ino,
 /* wb.c: write-behind for files this mount creates */
 #define BCFS_WB_REPORT	1	/* bcfs_wb_flush: return (and clear) an error */
 #define BCFS_WB_TRUNC	2	/* ... and forget the size written */
+#define BCFS_WB_END	4	/* ... and gather no more (another open) */
 void bcfs_wb_init(size_t pool_size);
 int bcfs_wb_attach(uint64_t handle, uint64_t fh, int flags);
 int bcfs_wb_write(fuse_req_t req, uint64_t handle, uint64_t fh, int through,
 		  struct fuse_bufvec *bufv, size_t size, off_t off);
 int bcfs_wb_flush(uint64_t handle, int how);
 void bcfs_wb_close(fuse_req_t req, uint64_t handle);
-void bcfs_wb_end(uint64_t handle);
 void bcfs_wb_release(uint64_t handle, uint64_t fh);
 void bcfs_wb_patch(uint64_t handle, struct stat *st);
 void bcfs_wb_fini(void);

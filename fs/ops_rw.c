@@ -386,7 +386,7 @@ void bcfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	int ret, first;
 
 	/* a file gathering writes sends them now, and from now on at once */
-	bcfs_wb_end(handle);
+	bcfs_wb_flush(handle, BCFS_WB_END);
 	fi->noflush = 1;
 	bcfs_msg(&m, BCP_OP_OPEN);
 	m.u.open_req.handle = handle;

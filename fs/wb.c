@@ -368,6 +368,8 @@ int bcfs_wb_flush(uint64_t handle, int how)
 		bcfs_wb_drain(w);
 		if (how & BCFS_WB_TRUNC)
 			w->end = 0;
+		if (how & BCFS_WB_END)
+			w->ended = 1;
 		if (how & BCFS_WB_REPORT)
 			ret = bcfs_wb_take(w, &told);
 		w->users--;
@@ -448,24 +450,6 @@ void bcfs_wb_close(fuse_req_t req, uint64_t handle)
 	bcfs_reply_status(req, ret);
 }
 
-void bcfs_wb_end(uint64_t handle)
-{
-	struct bcfs_wb *w;
-
-	if (bcfs_wb_none())
-		return;
-	pthread_mutex_lock(&bcfs_wbt.lock);
-	w = bcfs_wb_find(handle);
-	if (w) {
-		w->users++;
-		bcfs_wb_drain(w);
-		w->ended = 1;
-		w->users--;
-		pthread_cond_broadcast(&bcfs_wbt.cond);
-	}
-	pthread_mutex_unlock(&bcfs_wbt.lock);
-}
-
 void bcfs_wb_release(uint64_t handle, uint64_t fh)
 {
 	struct bcfs_wb *w;
@@ -475,11 +459,15 @@ void bcfs_wb_release(uint64_t handle, uint64_t fh)
 	pthread_mutex_lock(&bcfs_wbt.lock);
 	w = bcfs_wb_find(handle);
 	if (w && w->fh == fh) {
-		bcfs_wb_drain(w);
-		while (w->users || w->busy)
-			pthread_cond_wait(&bcfs_wbt.cond, &bcfs_wbt.lock);
-		if (w->len)	/* a write raced the release: never */
-			bcfs_wb_push(w);
+		/* until nobody is inside and nothing is gathered */
+		for (;;) {
+			bcfs_wb_drain(w);
+			while (w->users || w->busy)
+				pthread_cond_wait(&bcfs_wbt.cond,
+						  &bcfs_wbt.lock);
+			if (!w->len)
+				break;
+		}
 		if (w->err)
 			bcfs_dbg("a new file was closed with a write that "
 				 "failed unreported: %s",
