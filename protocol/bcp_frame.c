@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -490,7 +491,7 @@ static int connect_one(int family, const struct sockaddr *sa, socklen_t len,
 		return -errno;
 	if (connect(fd, sa, len) < 0) {
 		ret = -errno;
-		if (ret != -EINPROGRESS && ret != -EAGAIN)
+		if (ret != -EINPROGRESS)
 			goto out_close;
 		ret = wait_for(fd, POLLOUT, deadline);
 		if (ret)
@@ -507,6 +508,63 @@ static int connect_one(int family, const struct sockaddr *sa, socklen_t len,
 	ret = set_blocking(fd);
 	if (ret)
 		goto out_close;
+	return fd;
+
+out_close:
+	close(fd);
+	return ret;
+}
+
+/*
+ * A unix listener with a full backlog answers a nonblocking connect with
+ * EAGAIN and leaves the socket unconnected (there is no EINPROGRESS to
+ * wait on).  A blocking connect waits for room instead, for as long as
+ * SO_SNDTIMEO says: set to what is left of the deadline, and cleared
+ * once connected.
+ */
+static int connect_unix(const struct sockaddr_un *sun, int64_t deadline)
+{
+	struct timeval tv = { 0, 0 };
+	int64_t left;
+	int fd, ret;
+
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		if (deadline >= 0) {
+			left = deadline - now_ms();
+			if (left <= 0) {
+				ret = -ETIMEDOUT;
+				goto out_close;
+			}
+			tv.tv_sec = (time_t)(left / 1000);
+			tv.tv_usec = (suseconds_t)(left % 1000) * 1000;
+			if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv,
+				       sizeof(tv)) < 0) {
+				ret = -errno;
+				goto out_close;
+			}
+		}
+		if (connect(fd, (const struct sockaddr *)sun,
+			    sizeof(*sun)) == 0)
+			break;
+		ret = -errno;
+		/* EAGAIN: the wait ran out; the loop says so */
+		if (ret != -EINTR && ret != -EAGAIN)
+			goto out_close;
+		if (ret == -EAGAIN && deadline < 0) {
+			ret = -ETIMEDOUT;
+			goto out_close;
+		}
+	}
+	tv.tv_sec = 0;
+	tv.tv_usec = 0;
+	if (deadline >= 0 &&
+	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0) {
+		ret = -errno;
+		goto out_close;
+	}
 	return fd;
 
 out_close:
@@ -545,8 +603,7 @@ int bcp_addr_connect(const struct bcp_addr *a, int timeout_ms)
 		ret = unix_sockaddr(a, &sun);
 		if (ret)
 			return ret;
-		return connect_one(AF_UNIX, (struct sockaddr *)&sun,
-				   sizeof(sun), deadline);
+		return connect_unix(&sun, deadline);
 	}
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = a->family == AF_INET6 ? AF_INET6 : AF_UNSPEC;

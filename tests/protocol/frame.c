@@ -484,6 +484,77 @@ static void exchange(const struct bcp_addr *a, int lfd, const char *what)
 	close(c);
 }
 
+struct acceptor {
+	int lfd;
+	int delay_ms;
+};
+
+static void *accept_late(void *arg)
+{
+	struct acceptor *ac = arg;
+	int fd;
+
+	usleep((useconds_t)ac->delay_ms * 1000);
+	fd = accept(ac->lfd, NULL, NULL);
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
+/*
+ * A unix listener whose backlog is full: a nonblocking connect says
+ * EAGAIN and the socket is not connected.  bcp_addr_connect() must wait
+ * for room until its deadline, never hand back an unconnected socket.
+ */
+static void unix_backlog_full(const struct bcp_addr *a)
+{
+	struct acceptor ac;
+	pthread_t th;
+	int lfd, fds[16], n = 0, fd, i;
+	char c = 'x';
+
+	lfd = bcp_addr_listen(a, 1);
+	REQUIRE(lfd >= 0, "listen unix backlog 1: %d", lfd);
+	for (i = 0; i < 16; i++) {
+		struct sockaddr_un sun;
+
+		memset(&sun, 0, sizeof(sun));
+		sun.sun_family = AF_UNIX;
+		snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", a->path);
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		REQUIRE(fd >= 0, "socket");
+		if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+			CHECK(errno == EAGAIN, "filling the backlog: %s",
+			      strerror(errno));
+			close(fd);
+			break;
+		}
+		fds[n++] = fd;
+	}
+	CHECK(n > 0 && n < 16, "backlog filled after %d connections", n);
+
+	fd = bcp_addr_connect(a, 300);
+	CHECK(fd == -ETIMEDOUT, "full backlog, nobody accepts: %d", fd);
+	if (fd >= 0)
+		close(fd);
+
+	ac.lfd = lfd;
+	ac.delay_ms = 200;
+	REQUIRE(pthread_create(&th, NULL, accept_late, &ac) == 0, "thread");
+	fd = bcp_addr_connect(a, 5000);
+	CHECK(fd >= 0, "full backlog, room made after 200 ms: %d", fd);
+	if (fd >= 0) {
+		CHECK(send(fd, &c, 1, MSG_NOSIGNAL) == 1,
+		      "the socket is connected: %s", strerror(errno));
+		close(fd);
+	}
+	pthread_join(th, NULL);
+	for (i = 0; i < n; i++)
+		close(fds[i]);
+	close(lfd);
+	unlink(a->path);
+}
+
 static void sockets(void)
 {
 	char tdir[512], path[600], addr[700], err[256];
@@ -545,6 +616,7 @@ static void sockets(void)
 	if (lfd >= 0)
 		close(lfd);
 	unlink(path);
+	unix_backlog_full(&a);
 	fd = open(path, O_CREAT | O_WRONLY, 0600);
 	close(fd);
 	lfd = bcp_addr_listen(&a, 8);
