@@ -291,6 +291,25 @@ double bcfs_notify_timeout(double timeout, uint64_t gen);
 double bcfs_notify_negative(fuse_ino_t parent, const char *name,
 			    uint64_t gen);
 
+/*
+ * dirs.c: directories this mount made and knows every name of, whose
+ * missing names it answers itself.
+ *
+ * made: handle is a directory MKDIR made, sent at notification generation
+ * ngen (recorded only while nothing was notified since).  add: name is
+ * about to be made in parent (before the request goes out).  lookup: when
+ * parent is known in full and lacks name, answer req ENOENT and return 1;
+ * 0 otherwise.  notified: a notification (RESET drops all), before the
+ * kernel is told of it.  forget: the kernel forgot handle.
+ */
+void bcfs_dirs_made(uint64_t handle, uint64_t ngen);
+void bcfs_dirs_add(uint64_t parent, const char *name, size_t len);
+int bcfs_dirs_lookup(fuse_req_t req, uint64_t parent, const char *name,
+		     size_t len);
+void bcfs_dirs_notified(uint32_t kind, uint64_t handle);
+void bcfs_dirs_forget(uint64_t handle);
+void bcfs_dirs_fini(void);
+
 static inline uint64_t bcfs_now_ns(void)
 {
 	struct timespec ts;
@@ -368,6 +387,8 @@ enum bcfs_reply {
 	BCFS_REPLY_LOOKUP,		/* as ENTRY; ENOENT a negative entry */
 	BCFS_REPLY_OPEN_ATTR,		/* no request; the attrs of a file
 					 * closed after writing (inode.c) */
+	BCFS_REPLY_MKDIR,		/* as ENTRY; the new directory is
+					 * known in full (dirs.c) */
 };
 
 /*

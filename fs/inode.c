@@ -180,6 +180,7 @@ void bcfs_inode_forget(uint64_t handle, uint64_t n)
 			pthread_mutex_unlock(&t->lock);
 			free(in->name);
 			free(in);
+			bcfs_dirs_forget(handle);
 			goto out_forget;
 		}
 		in->nlookup -= n;

@@ -935,6 +935,7 @@ out_embed:
 		bcfs_embed_stop(&bcfs_g.embed);
 out_fini:
 	bcfs_notify_fini();
+	bcfs_dirs_fini();
 	bcfs_rw_fini();
 	bcfs_open_fini();
 	bcfs_itable_fini(&bcfs_g.itable);

@@ -28,8 +28,9 @@
  * notification; a reply to a request sent before the last move is given
  * to the kernel with a timeout of 0 (bcfs_notify_timeout()).
  *
- * Locks: bcfs_notify.lock (the ring) and bcfs_neg.lock (negative entries)
- * are leaves; neither is held across a call into the kernel or the table.
+ * Locks: bcfs_notify.lock (the ring), then bcfs_dirs.lock (dirs.c), then
+ * bcfs_neg.lock (negative entries); none is held across a call into the
+ * table, only bcfs_dirs.lock across a reply to the kernel.
  */
 #include "config.h"
 
@@ -121,6 +122,8 @@ void bcfs_notify_cb(void *arg, const struct bcp_notify_req *n,
 	uint64_t gen;
 
 	(void)arg;
+	/* before the kernel can be told: see dirs.c */
+	bcfs_dirs_notified(n->kind, n->handle);
 	pthread_mutex_lock(&bcfs_notify.lock);
 	gen = __atomic_add_fetch(&bcfs_notify_generation, 1,
 				 __ATOMIC_ACQ_REL);
@@ -133,8 +136,10 @@ void bcfs_notify_cb(void *arg, const struct bcp_notify_req *n,
 	}
 	if (n->kind == BCP_NOTIFY_RESET ||
 	    bcfs_notify.count == BCFS_NOTIFY_QUEUE || !bcfs_notify.ring) {
-		if (n->kind != BCP_NOTIFY_RESET)
+		if (n->kind != BCP_NOTIFY_RESET) {
 			bcfs_notify.overflows++;
+			bcfs_dirs_notified(BCP_NOTIFY_RESET, 0);
+		}
 		bcfs_notify.reset = 1;
 		bcfs_notify.reset_gen = gen;
 		bcfs_notify.count = 0;

@@ -138,14 +138,31 @@ static void bcfs_answer_attr(struct bcfs_acall *a, int result)
 			bcfs_notify_timeout(bcfs_g.o.attr_timeout, a->ngen));
 }
 
-static void bcfs_answer_entry(struct bcfs_acall *a, int result)
+static void bcfs_reply_entry_ex(fuse_req_t req, uint64_t parent,
+				const char *name,
+				const struct bcp_entry *entry, uint64_t ngen,
+				int made_dir);
+
+static void bcfs_answer_entry_ex(struct bcfs_acall *a, int result,
+				 int made_dir)
 {
 	if (result) {
 		bcfs_reply_status(a->req, result);
 		return;
 	}
-	bcfs_reply_entry(a->req, a->parent, a->name,
-			 &a->call.rep.u.entry_rep.entry, a->ngen);
+	bcfs_reply_entry_ex(a->req, a->parent, a->name,
+			    &a->call.rep.u.entry_rep.entry, a->ngen, made_dir);
+}
+
+static void bcfs_answer_entry(struct bcfs_acall *a, int result)
+{
+	bcfs_answer_entry_ex(a, result, 0);
+}
+
+/* the new directory is known in full (dirs.c) */
+static void bcfs_answer_mkdir(struct bcfs_acall *a, int result)
+{
+	bcfs_answer_entry_ex(a, result, 1);
 }
 
 /*
@@ -186,6 +203,7 @@ void bcfs_call_reply(fuse_req_t req, struct bcp_msg *m, enum bcfs_reply kind,
 		[BCFS_REPLY_ENTRY] = bcfs_answer_entry,
 		[BCFS_REPLY_LOOKUP] = bcfs_answer_lookup,
 		[BCFS_REPLY_OPEN_ATTR] = bcfs_answer_open_attr,
+		[BCFS_REPLY_MKDIR] = bcfs_answer_mkdir,
 	};
 	struct bcfs_acall *a = bcfs_acall_get();
 
@@ -241,8 +259,10 @@ void bcfs_fill_entry(const struct bcp_entry *entry,
 	e->entry_timeout = bcfs_notify_timeout(bcfs_g.o.entry_timeout, ngen);
 }
 
-void bcfs_reply_entry(fuse_req_t req, uint64_t parent, const char *name,
-		      const struct bcp_entry *entry, uint64_t ngen)
+static void bcfs_reply_entry_ex(fuse_req_t req, uint64_t parent,
+				const char *name,
+				const struct bcp_entry *entry, uint64_t ngen,
+				int made_dir)
 {
 	struct fuse_entry_param e;
 
@@ -254,9 +274,19 @@ void bcfs_reply_entry(fuse_req_t req, uint64_t parent, const char *name,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	/* before the kernel can make a name in it */
+	if (made_dir)
+		bcfs_dirs_made(entry->handle, ngen);
 	if (fuse_reply_entry(req, &e))
 		bcfs_inode_forget(entry->handle, 1);
 }
+
+void bcfs_reply_entry(fuse_req_t req, uint64_t parent, const char *name,
+		      const struct bcp_entry *entry, uint64_t ngen)
+{
+	bcfs_reply_entry_ex(req, parent, name, entry, ngen, 0);
+}
+
 
 void bcfs_op_getattr(fuse_req_t req, fuse_ino_t ino,
 		     struct fuse_file_info *fi)

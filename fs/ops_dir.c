@@ -62,6 +62,8 @@ void bcfs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		bcfs_reply_status(req, len);
 		return;
 	}
+	if (bcfs_dirs_lookup(req, bcfs_handle(parent), name, (size_t)len))
+		return;
 	bcfs_msg(&m, BCP_OP_LOOKUP);
 	m.u.named_req.parent = bcfs_handle(parent);
 	m.u.named_req.name_len = len;
@@ -110,6 +112,7 @@ void bcfs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	q->gid = ctx->gid;
 	q->name_len = len;
 	m.name = name;
+	bcfs_dirs_add(q->parent, name, (size_t)len);
 	bcfs_call_entry(req, &m, q->parent, name);
 }
 
@@ -135,7 +138,8 @@ void bcfs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	q->gid = ctx->gid;
 	q->name_len = len;
 	m.name = name;
-	bcfs_call_entry(req, &m, q->parent, name);
+	bcfs_dirs_add(q->parent, name, (size_t)len);
+	bcfs_call_reply(req, &m, BCFS_REPLY_MKDIR, q->parent, name);
 }
 
 void bcfs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
@@ -161,6 +165,7 @@ void bcfs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 	q->target_len = tlen;
 	m.name = name;
 	m.name2 = link;
+	bcfs_dirs_add(q->parent, name, (size_t)len);
 	bcfs_call_entry(req, &m, q->parent, name);
 }
 
@@ -180,6 +185,7 @@ void bcfs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	m.u.link_req.newparent = bcfs_handle(newparent);
 	m.u.link_req.name_len = len;
 	m.name = newname;
+	bcfs_dirs_add(m.u.link_req.newparent, newname, (size_t)len);
 	bcfs_call_entry(req, &m, m.u.link_req.newparent, newname);
 }
 
@@ -238,6 +244,10 @@ void bcfs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	q->newname_len = newlen;
 	m.name = name;
 	m.name2 = newname;
+	/* the old name may stay known: that only costs a lookup */
+	bcfs_dirs_add(q->newparent, newname, (size_t)newlen);
+	if (flags & BCP_RENAME_EXCHANGE)
+		bcfs_dirs_add(q->parent, name, (size_t)len);
 	bcfs_call_reply(req, &m, BCFS_REPLY_STATUS, 0, NULL);
 }
 

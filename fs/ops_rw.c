@@ -505,6 +505,7 @@ void bcfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	q->gid = ctx->gid;
 	q->name_len = len;
 	m.name = name;
+	bcfs_dirs_add(q->parent, name, (size_t)len);
 	a = bcfs_acall_get();
 	a->parent = q->parent;
 	memcpy(a->name, name, (size_t)len + 1);

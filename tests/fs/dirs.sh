@@ -1,0 +1,216 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# dirs.sh - a directory a mount made itself, it knows every name of, and
+# answers the lookup of a missing name without the agent (fs/dirs.c).
+# Two mounts of one agent, default options; mount 1 counts its requests
+# (-o metrics):
+#   - 300 files created with O_EXCL in a directory mount 1 made cost it a
+#     handful of LOOKUPs at most; in a directory mount 2 made, one each;
+#   - a name mount 2 makes in a directory mount 1 made and looked a name
+#     up in, is found through mount 1 within a second, and mount 1 asks
+#     the agent again afterwards; the same for a name made straight in the
+#     agent's store (posix: a process on the agent's machine; cephfs:
+#     another Ceph client, told by the store's sweep: 30 s);
+#   - every kind of name mount 1 makes in such a directory (create, mkdir,
+#     symlink, link, mknod, a rename into it) is found after the kernel
+#     forgot its entries (drop_caches, the directory held open);
+#   - a name made in the store while no agent runs is found once the mount
+#     reconnected to the restarted agent (the RESET forgets everything).
+. "$(dirname "$0")/lib.sh"
+bcf_init
+command -v python3 >/dev/null 2>&1 || bcf_skip "python3 is missing"
+
+state=(--state-dir "$BCF_TMP/state")
+case $BCF_TRANSPORT in
+shm)
+	listen=unix:$BCF_TMP/agent.sock
+	agent_args=("${state[@]}")
+	opts=transport=shm
+	;;
+*)
+	BCF_SECRET=$BCF_TMP/secret
+	bcf_secret "$BCF_SECRET"
+	BCF_PORT=$(bcf_free_port) || bcf_hard "python3 found no free port"
+	listen=tcp://127.0.0.1:$BCF_PORT
+	agent_args=(--secret-file "$BCF_SECRET" --squash none "${state[@]}")
+	opts=transport=$BCF_TRANSPORT,secret_file=$BCF_SECRET
+	;;
+esac
+bcf_start_agent "$BCF_BACK" "$listen" "${agent_args[@]}" ||
+	bcf_fail "bluecache-agent did not become ready"
+agent=$listen
+m1=$BCF_MNT
+m2=$BCF_TMP/m2
+"$BCF_FS" "$agent" "$m1" -f -o "$opts,metrics=127.0.0.1:0" \
+	2>>"$BCF_TMP/fs.log" &
+BCF_FS_PID=$!
+bcf_wait_for 20 bcf_mount_up || bcf_fail "mount 1 did not come up"
+bcf_mount_extra m2 "$agent" "$opts" || bcf_fail "mount 2 did not come up"
+if grep -q 'does not tell of changes' "$BCF_TMP/fs.log"; then
+	bcf_skip "this agent does not tell of changes made elsewhere"
+fi
+port=$(sed -n 's|.*metrics on http://[^ ]*:\([0-9]*\)/metrics.*|\1|p' \
+	"$BCF_TMP/fs.log" | tail -1)
+[ -n "$port" ] || bcf_fail "mount 1 did not say where its metrics are"
+# posix: the agent watches its directory (--watch auto) only as root
+store_within=1
+[ "$(id -u)" = 0 ] || store_within=0
+[ "${BCF_STORE:-posix}" = cephfs ] && store_within=30
+# drop_caches makes the kernel forget entries; without it (not root) that
+# part is left out
+drop=/proc/sys/vm/drop_caches
+[ -w "$drop" ] || drop=
+
+timeout 300 python3 - "$m1" "$m2" "$BCF_BACK" "$port" "$store_within" \
+	"$drop" <<'PY' || bcf_fail "see above"
+import os, stat, sys, time, urllib.request
+
+m1, m2, back, port, store_within, drop = sys.argv[1:7]
+store_within = float(store_within)
+failed = 0
+
+def fail(what):
+    global failed
+    print("FAIL: " + what, file=sys.stderr)
+    failed += 1
+
+def lookups():
+    url = "http://127.0.0.1:%s/metrics" % port
+    with urllib.request.urlopen(url, timeout=10) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith('bluecachefs_requests_total{op="lookup"}'):
+                return int(float(line.split()[1]))
+    return 0
+
+def missing(path):
+    try:
+        os.lstat(path)
+        return False
+    except FileNotFoundError:
+        return True
+
+def within(what, check, bound):
+    t0 = time.monotonic()
+    while True:
+        try:
+            if check():
+                print("%s: %.3f s" % (what, time.monotonic() - t0))
+                return True
+        except OSError:
+            pass
+        if time.monotonic() - t0 > bound:
+            fail("%s: not within %.0f s" % (what, bound))
+            return False
+        time.sleep(0.01)
+
+def create_many(d, n):
+    dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    for i in range(n):
+        fd = os.open("f%04d" % i, os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+                     0o644, dir_fd=dfd)
+        os.write(fd, b"x" * 100)
+        os.close(fd)
+    os.close(dfd)
+
+N = 300
+# made here: the lookups before the creates are answered here
+l0 = lookups()
+os.mkdir(m1 + "/own")
+create_many(m1 + "/own", N)
+own = lookups() - l0
+# made by mount 2: each create's lookup goes to the agent
+os.mkdir(m2 + "/other")
+l0 = lookups()
+create_many(m1 + "/other", N)
+other = lookups() - l0
+print("LOOKUPs for %d creates: %d in a directory made here, %d in one "
+      "made elsewhere" % (N, own, other))
+if own > 10:
+    fail("%d LOOKUPs for %d files created in a directory made here" %
+         (own, N))
+if other < N:
+    fail("only %d LOOKUPs for %d files created in a directory made "
+         "elsewhere: is it known in full?" % (other, N))
+if sorted(os.listdir(m2 + "/own")) != ["f%04d" % i for i in range(N)]:
+    fail("mount 2 does not list what mount 1 created")
+
+# a name mount 2 makes: found within a second, then the agent is asked
+os.mkdir(m1 + "/told")
+if not missing(m1 + "/told/x"):
+    fail("told/x exists before it was made")
+with open(m2 + "/told/x", "w") as f:
+    f.write("from mount 2\n")
+within("a name mount 2 made is found",
+       lambda: os.stat(m1 + "/told/x").st_size == 13, 1.0)
+l0 = lookups()
+if not missing(m1 + "/told/y"):
+    fail("told/y exists")
+if lookups() == l0:
+    fail("after a name was made elsewhere, a missing one is still "
+         "answered without the agent")
+
+# a name made in the store itself
+if store_within > 0:
+    os.mkdir(m1 + "/store")
+    if not missing(m1 + "/store/z"):
+        fail("store/z exists before it was made")
+    with open(back + "/store/z", "w") as f:
+        f.write("from the store\n")
+    within("a name made in the store is found",
+           lambda: os.stat(m1 + "/store/z").st_size == 15, store_within)
+else:
+    print("not root: the agent does not watch its directory; "
+          "a name made in the store is not tried")
+
+# every kind of name made here, once the kernel forgot it
+d = m1 + "/kinds"
+os.mkdir(d)
+dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+with open(d + "/a", "w") as f:
+    f.write("a\n")
+os.mkdir(d + "/b")
+os.symlink("a", d + "/c")
+os.link(d + "/a", d + "/e")
+os.mkfifo(d + "/p")
+with open(m1 + "/moved", "w") as f:
+    f.write("moved\n")
+os.rename(m1 + "/moved", d + "/m")
+names = ["a", "b", "c", "e", "m", "p"]
+if drop:
+    with open(drop, "w") as f:
+        f.write("2\n")
+l0 = lookups()
+for n in names:
+    if missing(d + "/" + n):
+        fail("kinds/%s made here is not found after the kernel forgot it"
+             % n)
+print("%d LOOKUPs for %d names after drop_caches" % (lookups() - l0,
+                                                      len(names)))
+if not missing(d + "/nothing"):
+    fail("kinds/nothing exists")
+if sorted(os.listdir(d)) != names:
+    fail("kinds lists %s" % sorted(os.listdir(d)))
+os.close(dfd)
+sys.exit(1 if failed else 0)
+PY
+
+# made in the store while no agent ran: found after the reconnect
+mkdir "$m1/restart" || bcf_fail "mkdir restart"
+[ -e "$m1/restart/r" ] && bcf_fail "restart/r exists before it was made"
+kill -KILL "$BCF_AGENT_PID"
+wait "$BCF_AGENT_PID" 2>/dev/null
+BCF_AGENT_PID=
+printf 'made while no agent ran\n' > "$BCF_BACK/restart/r" ||
+	bcf_fail "cannot make restart/r in the store"
+bcf_start_agent "$BCF_BACK" "$listen" "${agent_args[@]}" ||
+	bcf_fail "bluecache-agent did not start again"
+n=0
+until [ -e "$m1/restart/r" ]; do
+	n=$((n + 1))
+	[ $n -gt 100 ] && bcf_fail "restart/r not found 10 s after the restart"
+	sleep 0.1
+done
+bcf_log "restart/r found $((n / 10)).$((n % 10)) s after the restart"
+bcf_eq "restart/r read" "made while no agent ran" "$(cat "$m1/restart/r")"
+echo PASS
