@@ -13,6 +13,11 @@
  * negative entry cached by the kernel makes, for every name at once, kept
  * by the same notifications (doc/design.md, "Directories made here").
  *
+ * The knowledge lasts as long as a negative entry would (entry_timeout
+ * from the MKDIR): a change nobody told of (a process on the agent's
+ * machine that no watcher sees, a store's missed change) stays hidden no
+ * longer than it would from the kernel's own negative entries.
+ *
  * Only 64-bit hashes of the names are kept.  A collision makes a missing
  * name look present, and its LOOKUP goes to the agent: never wrong, only
  * slower.  A directory whose names outgrow BCFS_DIR_NAMES_MAX, or all of
@@ -51,6 +56,7 @@
 struct bcfs_dir {
 	struct bcfs_dir *next;
 	uint64_t handle;
+	uint64_t until;		/* known in full until (monotonic ns) */
 	uint32_t count;		/* names */
 	uint32_t cap;		/* slots, a power of two */
 	uint64_t *h;		/* 0: free */
@@ -184,6 +190,7 @@ void bcfs_dirs_made(uint64_t handle, uint64_t ngen)
 		return;
 	}
 	d->handle = handle;
+	d->until = bcfs_now_ns() + (uint64_t)(bcfs_g.neg_timeout * 1e9);
 	d->cap = BCFS_DIR_CAP_MIN;
 	pthread_mutex_lock(&bcfs_dirs.lock);
 	if (bcfs_notify_gen() != ngen || bcfs_dir_find(handle) ||
@@ -226,6 +233,10 @@ int bcfs_dirs_lookup(fuse_req_t req, uint64_t parent, const char *name,
 		return 0;
 	pthread_mutex_lock(&bcfs_dirs.lock);
 	pp = bcfs_dir_find(parent);
+	if (pp && bcfs_now_ns() >= (*pp)->until) {
+		bcfs_dir_unlink(pp);
+		pp = NULL;
+	}
 	if (!pp || bcfs_dir_has(*pp, bcfs_name_hash(name, len))) {
 		pthread_mutex_unlock(&bcfs_dirs.lock);
 		return 0;

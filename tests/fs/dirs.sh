@@ -15,6 +15,8 @@
 #   - every kind of name mount 1 makes in such a directory (create, mkdir,
 #     symlink, link, mknod, a rename into it) is found after the kernel
 #     forgot its entries (drop_caches, the directory held open);
+#   - the knowledge lasts entry_timeout from the mkdir: with 1 s, a lookup
+#     2 s later goes to the agent again;
 #   - a name made in the store while no agent runs is found once the mount
 #     reconnected to the restarted agent (the RESET forgets everything).
 . "$(dirname "$0")/lib.sh"
@@ -194,6 +196,35 @@ if sorted(os.listdir(d)) != names:
 os.close(dfd)
 sys.exit(1 if failed else 0)
 PY
+
+# as long as a negative entry: entry_timeout=1, then the agent is asked
+bcf_mount_extra m3 "$agent" "$opts,entry_timeout=1,metrics=127.0.0.1:0" ||
+	bcf_fail "mount 3 did not come up"
+port3=$(sed -n 's|.*metrics on http://[^ ]*:\([0-9]*\)/metrics.*|\1|p' \
+	"$BCF_TMP/fs-m3.log" | tail -1)
+[ -n "$port3" ] || bcf_fail "mount 3 did not say where its metrics are"
+lookups3()
+{
+	python3 "$top_srcdir/tests/fs/metrics-http.py" get \
+		"http://127.0.0.1:$port3/metrics" |
+		awk '$1 == "bluecachefs_requests_total{op=\"lookup\"}" {
+			print int($2) }'
+}
+m3=$BCF_TMP/m3
+mkdir "$m3/short" || bcf_fail "mkdir short"
+l0=$(lookups3)
+[ -e "$m3/short/a" ] && bcf_fail "short/a exists"
+l1=$(lookups3)
+bcf_eq "LOOKUPs for a missing name at once" "$l0" "$l1"
+sleep 2
+# from inside: a path through short would look short up again too
+(cd "$m3/short" && for n in b1 b2 b3 b4 b5; do
+	[ -e "$n" ] && exit 1
+done; exit 0) || bcf_fail "short/b* exist"
+l2=$(lookups3)
+[ "$l2" -ge $((l1 + 5)) ] ||
+	bcf_fail "2 s after the mkdir, with entry_timeout=1, $((l2 - l1)) LOOKUPs for 5 missing names"
+bcf_umount_extra m3 || bcf_fail "mount 3 did not unmount"
 
 # made in the store while no agent ran: found after the reconnect
 mkdir "$m1/restart" || bcf_fail "mkdir restart"
