@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -271,17 +272,27 @@ int bcp_client_xfer_reconnect(struct bcp_client *c, char *err,
 	}
 }
 
-/* Read exactly len bytes.  0, -ECONNRESET on EOF, or -errno. */
+/*
+ * Read exactly len bytes.  0, -ECONNRESET on EOF, or -errno.  Sleeps in
+ * poll(), never in recv(): a sleeping recv() is woken, for nothing, each
+ * time the agent reads what this thread sent (bcp_frame_read()).
+ */
 static int data_recv_full(int fd, void *buf, size_t len)
 {
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
 	uint8_t *p = buf;
 	ssize_t n;
 
 	while (len) {
-		n = recv(fd, p, len, MSG_WAITALL);
+		n = recv(fd, p, len, MSG_DONTWAIT);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+					return -errno;
+				continue;
+			}
 			return -errno;
 		}
 		if (n == 0)

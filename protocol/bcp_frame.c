@@ -317,7 +317,14 @@ int bcp_frame_read(struct bcp_frame_reader *r, int sock,
 			r->end -= r->start;
 			r->start = 0;
 		}
-		n = recv(sock, r->buf + r->end, 2 * r->max - r->end, 0);
+		/*
+		 * Never sleep in recv(): a stream socket's readers and writers
+		 * share one wait queue, and the peer's every read of what this
+		 * side sent wakes a sleeping recv() (write space) for nothing.
+		 * poll() for POLLIN sleeps only until something is readable.
+		 */
+		n = recv(sock, r->buf + r->end, 2 * r->max - r->end,
+			 MSG_DONTWAIT);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;

@@ -4,12 +4,15 @@
  * calls are answered while it spins, it stops spinning the spin time
  * after the last frame (an idle client burns no CPU), a bad
  * BLUECACHE_SPIN_USEC turns spinning off without failing the connection,
- * and submitters that overlap all send their own I/O while the receiver
- * spins.
+ * submitters that overlap all send their own I/O while the receiver
+ * spins, and a receiver that does not spin sleeps once per answer (not
+ * once more each time the agent reads a request: a sleeping recv() would
+ * be woken by that too).
  */
 #include "config.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -42,6 +45,47 @@ static int getattr_root(struct bcp_client *c, uint8_t *rbuf)
 	bcp_msg_init(&req, BCP_OP_GETATTR, 0);
 	req.u.node_req.handle = bcp_client_root(c);
 	return bcp_client_call(c, &req, &rep, rbuf, BCP_FRAME_MAX);
+}
+
+/* Voluntary context switches of this process's receiver thread, or -1. */
+static long receiver_switches(void)
+{
+	char path[300], line[256];
+	struct dirent *d;
+	long n = -1;
+	DIR *dir;
+	FILE *f;
+
+	dir = opendir("/proc/self/task");
+	if (!dir)
+		return -1;
+	while ((d = readdir(dir)) && n < 0) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+			 d->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (!fgets(line, sizeof(line), f) ||
+		    strcmp(line, "bcp-recv\n")) {
+			fclose(f);
+			continue;
+		}
+		fclose(f);
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status",
+			 d->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "voluntary_ctxt_switches: %ld",
+				   &n) == 1)
+				break;
+		fclose(f);
+	}
+	closedir(dir);
+	return n;
 }
 
 struct io_wait {
@@ -153,6 +197,36 @@ int main(void)
 	c = connect_unix(&a);
 	if (c) {
 		TH_CHECK(getattr_root(c, rbuf) == 0, "GETATTR, no spin");
+		bcp_client_destroy(c);
+	}
+
+	/*
+	 * Without spinning the receiver sleeps between answers: once per
+	 * call, woken by the answer.  Sleeping in recv() it was woken a
+	 * second time by the agent's read of each request (a stream
+	 * socket's readers and writers share one wait queue).
+	 */
+	setenv("BLUECACHE_SPIN_USEC", "0", 1);
+	c = connect_unix(&a);
+	if (c) {
+		long s0, s1;
+
+		struct timespec gap = { 0, 200000 };
+
+		ret = getattr_root(c, rbuf);
+		s0 = receiver_switches();
+		/* the gap: the receiver is asleep when the next one goes */
+		for (i = 0; i < 2000 && !ret; i++) {
+			nanosleep(&gap, NULL);
+			ret = getattr_root(c, rbuf);
+		}
+		s1 = receiver_switches();
+		TH_CHECK(ret == 0, "GETATTR without spin: %d", ret);
+		TH_CHECK(s0 >= 0 && s1 >= 0, "no receiver thread found");
+		printf("receiver: %.2f sleeps per call without spinning\n",
+		       (double)(s1 - s0) / 2000);
+		TH_CHECK(s1 - s0 < 2500,
+			 "receiver slept %ld times in 2000 calls", s1 - s0);
 		bcp_client_destroy(c);
 	}
 
