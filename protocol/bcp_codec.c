@@ -198,9 +198,9 @@ static const struct op_desc op_tab[BCP_OP_MAX] = {
 	OPD(SYMLINK, symlink_req, entry_rep),
 	OPD(READLINK, handle_req, readlink_rep),
 	OPD(LINK, link_req, entry_rep),
-	OPD(UNLINK, named_req, NONE),
-	OPD(RMDIR, named_req, NONE),
-	OPD(RENAME, rename_req, NONE),
+	OPD(UNLINK, named_req, dir_rep),
+	OPD(RMDIR, named_req, dir_rep),
+	OPD(RENAME, rename_req, rename_rep),
 	OPD(OPEN, open_req, open_rep),
 	OPD(RELEASE, node_req, NONE),
 	OPD(OPENDIR, open_req, open_rep),
@@ -540,11 +540,27 @@ static int body_rules(const struct bcp_msg *m, bool reply,
 			       BCP_OPEN_CREATED)))
 				return fail(why, BCP_E_BAD_FIELD, -EINVAL);
 			break;
-		case BCP_OP_OPEN:
+		case BCP_OP_OPEN: {
+			const struct bcp_open_rep *o = &m->u.open_rep;
+
+			if ((o->open_flags &
+			     ~(BCP_OPEN_KEEP_CACHE | BCP_OPEN_DIRECT_IO |
+			       BCP_OPEN_DATA)) ||
+			    (o->data_len && !(o->open_flags & BCP_OPEN_DATA)))
+				return fail(why, BCP_E_BAD_FIELD, -EINVAL);
+			if (o->data_len > BCP_OPEN_PEEK_MAX)
+				return fail(why, BCP_E_BAD_FIELD, -E2BIG);
+			if (o->open_flags & BCP_OPEN_DATA) {
+				t->data_kind = DK_EXACT;
+				t->data_len = o->data_len;
+			}
+			break;
+		}
 		case BCP_OP_OPENDIR:
 		case BCP_OP_REOPEN:
-			if (m->u.open_rep.open_flags &
-			    ~(BCP_OPEN_KEEP_CACHE | BCP_OPEN_DIRECT_IO))
+			if ((m->u.open_rep.open_flags &
+			     ~(BCP_OPEN_KEEP_CACHE | BCP_OPEN_DIRECT_IO)) ||
+			    m->u.open_rep.data_len)
 				return fail(why, BCP_E_BAD_FIELD, -EINVAL);
 			break;
 		case BCP_OP_READLINK:
@@ -655,6 +671,12 @@ static int body_rules(const struct bcp_msg *m, bool reply,
 		t->name2_len = m->u.rename_req.newname_len;
 		break;
 	}
+	case BCP_OP_OPEN:
+	case BCP_OP_OPENDIR:
+		if (m->u.open_req.peek > BCP_OPEN_PEEK_MAX ||
+		    (op == BCP_OP_OPENDIR && m->u.open_req.peek))
+			return fail(why, BCP_E_BAD_FIELD, -EINVAL);
+		break;
 	case BCP_OP_READDIR:
 		if (m->u.readdir_req.max_bytes == 0 ||
 		    m->u.readdir_req.max_bytes > BCP_READDIR_MAX ||

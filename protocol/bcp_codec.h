@@ -18,7 +18,7 @@
  *   AUTH                auth_req                       auth_rep
  *   DATA_ATTACH         attach_req                     -
  *   PING                -                              -
- *   LOOKUP              named_req / name               entry_rep
+ *   LOOKUP              named_req / name               entry_rep (dir 0)
  *   GETATTR             node_req                       attr_rep
  *   SETATTR             setattr_req                    attr_rep
  *   CREATE              create_req / name              create_rep
@@ -27,9 +27,10 @@
  *   SYMLINK             symlink_req / name, name2      entry_rep
  *   READLINK            handle_req                     readlink_rep / data
  *   LINK                link_req / name                entry_rep
- *   UNLINK, RMDIR       named_req / name               -
- *   RENAME              rename_req / name, name2       -
- *   OPEN, OPENDIR       open_req                       open_rep
+ *   UNLINK, RMDIR       named_req / name               dir_rep
+ *   RENAME              rename_req / name, name2       rename_rep
+ *   OPEN                open_req                       open_rep / data
+ *   OPENDIR             open_req                       open_rep
  *   RELEASE, RELEASEDIR node_req                       -
  *   READDIR             readdir_req                    readdir_rep / dirents
  *   STATFS              handle_req                     statfs_rep
@@ -137,6 +138,8 @@ struct bcp_msg {
 		struct bcp_attach_req attach_req;
 		struct bcp_named_req named_req;
 		struct bcp_entry_rep entry_rep;
+		struct bcp_dir_rep dir_rep;
+		struct bcp_rename_rep rename_rep;
 		struct bcp_node_req node_req;
 		struct bcp_attr_rep attr_rep;
 		struct bcp_setattr_req setattr_req;

@@ -32,6 +32,13 @@
  *   2 + BCP_FEAT_NOTIFY: the agent sends NOTIFY frames (requests from the
  *      agent, never answered) when another session or a process on the
  *      agent's machine changes something this session holds.
+ *   3  fewer round trips: the replies of the requests that change a
+ *      directory carry its attributes after the change (entry_rep and
+ *      create_rep gain dir; UNLINK, RMDIR and RENAME, which had no reply
+ *      body, answer dir_rep and rename_rep); OPEN asks with peek for the
+ *      whole of a small file, and its reply (open_rep, also OPENDIR's and
+ *      REOPEN's) carries the file's attributes and, with BCP_OPEN_DATA,
+ *      its bytes.  Layouts changed, so version 2 is no longer spoken.
  */
 #ifndef BCP_WIRE_H
 #define BCP_WIRE_H
@@ -39,8 +46,8 @@
 #include <stdint.h>
 
 #define BCP_MAGIC		0x31464342u	/* "BCF1" little-endian */
-#define BCP_VERSION_MIN		2
-#define BCP_VERSION_MAX		2
+#define BCP_VERSION_MIN		3
+#define BCP_VERSION_MAX		3
 #define BCP_DEFAULT_PORT	18517
 
 /* Limits.  A peer that exceeds one gets an error reply and is disconnected. */
@@ -62,6 +69,7 @@
 #define BCP_FID_LEN		64	/* an entry's sealed file id */
 #define BCP_CLIENT_ID_LEN	16	/* HELLO: the host's lasting id */
 #define BCP_REBINDS_MAX		2048	/* entries in one REBIND */
+#define BCP_OPEN_PEEK_MAX	(64u * 1024) /* OPEN: a small file's bytes */
 
 /* Header flags. */
 #define BCP_HF_REPLY		0x1u	/* this frame is a reply */
@@ -156,6 +164,11 @@ enum bcp_opcode {
 #define BCP_OPEN_DIRECT_IO	0x2u
 /* CREATE replies only (BCP_FEAT_CREATED): the agent made the file */
 #define BCP_OPEN_CREATED	0x4u
+/*
+ * OPEN replies only, to a request with peek > 0: the reply's tail is the
+ * whole file, data_len bytes (0: the file is empty), read after the open.
+ */
+#define BCP_OPEN_DATA		0x8u
 
 /* REGISTER_REGION kinds. */
 enum bcp_region_kind {
@@ -232,7 +245,17 @@ enum bcp_region_kind {
 /* tail: name[name_len] */
 #define BCP_NAMED_REQ_FIELDS(X) \
 	X(U64, parent) X(U16, name_len) X(PAD16, pad0) X(PAD32, pad1)
-#define BCP_ENTRY_REP_FIELDS(X) X(ENTRY, entry)
+/*
+ * dir: the attributes of the directory the request changed, right after
+ * the change (MKDIR, MKNOD, SYMLINK: the parent; LINK: newparent); all
+ * zeros in a LOOKUP reply, or when the agent could not read them (ino 0
+ * says so).  The same in create_rep, dir_rep and rename_rep.
+ */
+#define BCP_ENTRY_REP_FIELDS(X) X(ENTRY, entry) X(ATTR, dir)
+/* UNLINK, RMDIR: the parent after the change */
+#define BCP_DIR_REP_FIELDS(X) X(ATTR, dir)
+/* RENAME: parent and newparent after the change (the same when equal) */
+#define BCP_RENAME_REP_FIELDS(X) X(ATTR, dir) X(ATTR, newdir)
 #define BCP_NODE_REQ_FIELDS(X) X(U64, handle) X(U64, fh)
 #define BCP_ATTR_REP_FIELDS(X) X(ATTR, attr)
 #define BCP_SETATTR_REQ_FIELDS(X) \
@@ -244,7 +267,8 @@ enum bcp_region_kind {
 	X(U64, parent) X(U32, mode) X(U32, umask) X(U32, flags) X(U32, uid) \
 	X(U32, gid) X(U16, name_len) X(PAD16, pad0)
 #define BCP_CREATE_REP_FIELDS(X) \
-	X(ENTRY, entry) X(U64, fh) X(U32, open_flags) X(PAD32, pad0)
+	X(ENTRY, entry) X(U64, fh) X(U32, open_flags) X(PAD32, pad0) \
+	X(ATTR, dir)
 /* tail: name[name_len] */
 #define BCP_MKDIR_REQ_FIELDS(X) \
 	X(U64, parent) X(U32, mode) X(U32, umask) X(U32, uid) X(U32, gid) \
@@ -268,8 +292,18 @@ enum bcp_region_kind {
 #define BCP_RENAME_REQ_FIELDS(X) \
 	X(U64, parent) X(U64, newparent) X(U32, flags) X(U16, name_len) \
 	X(U16, newname_len)
-#define BCP_OPEN_REQ_FIELDS(X) X(U64, handle) X(U32, flags) X(PAD32, pad0)
-#define BCP_OPEN_REP_FIELDS(X) X(U64, fh) X(U32, open_flags) X(PAD32, pad0)
+/*
+ * peek (OPEN of a regular file only; else 0): when the file has at most
+ * peek bytes (<= BCP_OPEN_PEEK_MAX), the reply carries all of them
+ * (BCP_OPEN_DATA).
+ */
+#define BCP_OPEN_REQ_FIELDS(X) X(U64, handle) X(U32, flags) X(U32, peek)
+/*
+ * attr: the object's attributes once opened (ino 0: not read).  tail:
+ * data[data_len], with BCP_OPEN_DATA only.
+ */
+#define BCP_OPEN_REP_FIELDS(X) \
+	X(U64, fh) X(U32, open_flags) X(U32, data_len) X(ATTR, attr)
 /*
  * READDIR: cookie 0 starts at the beginning; each entry carries the cookie
  * that resumes after it.  Reply tail: count entries, each a struct
@@ -392,12 +426,14 @@ enum bcp_notify_kind {
 	M(auth_rep, BCP_AUTH_REP_FIELDS, 40) \
 	M(attach_req, BCP_ATTACH_REQ_FIELDS, 40) \
 	M(named_req, BCP_NAMED_REQ_FIELDS, 16) \
-	M(entry_rep, BCP_ENTRY_REP_FIELDS, 168) \
+	M(entry_rep, BCP_ENTRY_REP_FIELDS, 256) \
+	M(dir_rep, BCP_DIR_REP_FIELDS, 88) \
+	M(rename_rep, BCP_RENAME_REP_FIELDS, 176) \
 	M(node_req, BCP_NODE_REQ_FIELDS, 16) \
 	M(attr_rep, BCP_ATTR_REP_FIELDS, 88) \
 	M(setattr_req, BCP_SETATTR_REQ_FIELDS, 64) \
 	M(create_req, BCP_CREATE_REQ_FIELDS, 32) \
-	M(create_rep, BCP_CREATE_REP_FIELDS, 184) \
+	M(create_rep, BCP_CREATE_REP_FIELDS, 272) \
 	M(mkdir_req, BCP_MKDIR_REQ_FIELDS, 32) \
 	M(mknod_req, BCP_MKNOD_REQ_FIELDS, 40) \
 	M(symlink_req, BCP_SYMLINK_REQ_FIELDS, 24) \
@@ -406,7 +442,7 @@ enum bcp_notify_kind {
 	M(link_req, BCP_LINK_REQ_FIELDS, 24) \
 	M(rename_req, BCP_RENAME_REQ_FIELDS, 24) \
 	M(open_req, BCP_OPEN_REQ_FIELDS, 16) \
-	M(open_rep, BCP_OPEN_REP_FIELDS, 16) \
+	M(open_rep, BCP_OPEN_REP_FIELDS, 104) \
 	M(readdir_req, BCP_READDIR_REQ_FIELDS, 32) \
 	M(readdir_rep, BCP_READDIR_REP_FIELDS, 8) \
 	M(dirent, BCP_DIRENT_FIELDS, 24) \

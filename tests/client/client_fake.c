@@ -424,9 +424,9 @@ static void run(enum scenario sc, int expect, const char *expect_msg)
 int main(void)
 {
 	alarm(60);
-	run(SC_HDR_VERSION, -EPROTONOSUPPORT, "protocol version 3");
-	run(SC_BODY_VERSION, -EPROTONOSUPPORT, "protocol version 3");
-	run(SC_NO_VERSION, -EPROTONOSUPPORT, "protocol versions 2-2");
+	run(SC_HDR_VERSION, -EPROTONOSUPPORT, "protocol version 4");
+	run(SC_BODY_VERSION, -EPROTONOSUPPORT, "protocol version 4");
+	run(SC_NO_VERSION, -EPROTONOSUPPORT, "protocol versions 3-3");
 	run(SC_BAD_SERVER_MAC, -EACCES, "prove");
 	run(SC_TCP_SESSION, 0, NULL);
 	bcp_client_destroy(NULL);

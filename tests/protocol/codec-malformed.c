@@ -122,8 +122,11 @@ static void header_cases(void)
 	p16(H_VERSION, 1);
 	EXPECT("version 1", BCP_E_BAD_VERSION, -EPROTO);
 	base_lookup("abc");
-	p16(H_VERSION, 3);
-	EXPECT("version 3", BCP_E_BAD_VERSION, -EPROTO);
+	p16(H_VERSION, 2);
+	EXPECT("version 2", BCP_E_BAD_VERSION, -EPROTO);
+	base_lookup("abc");
+	p16(H_VERSION, 4);
+	EXPECT("version 4", BCP_E_BAD_VERSION, -EPROTO);
 	base_lookup("abc");
 	p16(H_VERSION, 0);
 	EXPECT("version 0", BCP_E_BAD_VERSION, -EPROTO);
@@ -624,6 +627,57 @@ static void readdir_cases(void)
 	EXPECT("readdir max_bytes over the limit", BCP_E_BAD_FIELD, -EINVAL);
 }
 
+/* OPEN's peek, and a reply's bytes of a small file (version 3) */
+static void open_cases(void)
+{
+	static const uint8_t bytes[16] = "0123456789abcdef";
+	struct bcp_msg m;
+
+	bcp_msg_init(&m, BCP_OP_OPEN, 1);
+	m.u.open_req.handle = 5;
+	m.u.open_req.peek = BCP_OPEN_PEEK_MAX;
+	build(&m);
+	EXPECT("open peek at the limit", BCP_E_OK, 0);
+	p32(WOFF(open_req, peek), BCP_OPEN_PEEK_MAX + 1);
+	EXPECT("open peek over the limit", BCP_E_BAD_FIELD, -EINVAL);
+	m.hdr.opcode = BCP_OP_OPENDIR;
+	m.u.open_req.peek = 0;
+	build(&m);
+	EXPECT("opendir", BCP_E_OK, 0);
+	p32(WOFF(open_req, peek), 1);
+	EXPECT("opendir with peek", BCP_E_BAD_FIELD, -EINVAL);
+
+	bcp_msg_init(&m, BCP_OP_OPEN, 1);
+	m.hdr.flags = BCP_HF_REPLY;
+	m.u.open_rep.fh = 3;
+	m.u.open_rep.open_flags = BCP_OPEN_DATA;
+	m.u.open_rep.data_len = sizeof(bytes);
+	m.data = bytes;
+	m.data_len = sizeof(bytes);
+	build(&m);
+	EXPECT("open reply with data", BCP_E_OK, 0);
+	p32(WOFF(open_rep, open_flags), 0);
+	EXPECT("open reply: data without BCP_OPEN_DATA", BCP_E_BAD_FIELD,
+	       -EINVAL);
+	build(&m);
+	p32(WOFF(open_rep, data_len), sizeof(bytes) + 1);
+	EXPECT("open reply: data_len past the frame", BCP_E_TRUNCATED,
+	       -EBADMSG);
+	build(&m);
+	p32(WOFF(open_rep, data_len), sizeof(bytes) - 1);
+	EXPECT("open reply: bytes past data_len", BCP_E_TRAILING, -EBADMSG);
+	build(&m);
+	p32(WOFF(open_rep, data_len), BCP_OPEN_PEEK_MAX + 1);
+	EXPECT("open reply: data_len over the limit", BCP_E_BAD_FIELD, -E2BIG);
+	m.u.open_rep.data_len = 0;
+	m.data = NULL;
+	m.data_len = 0;
+	build(&m);
+	EXPECT("open reply: an empty file", BCP_E_OK, 0);
+	p16(H_OPCODE, BCP_OP_OPENDIR);
+	EXPECT("opendir reply with BCP_OPEN_DATA", BCP_E_BAD_FIELD, -EINVAL);
+}
+
 static void field_cases(void)
 {
 	struct bcp_msg m;
@@ -777,6 +831,7 @@ int main(void)
 	forget_cases();
 	rebind_cases();
 	readdir_cases();
+	open_cases();
 	field_cases();
 	encoder_cases();
 	name_check_cases();

@@ -134,12 +134,14 @@ struct op_spec {
 #define SZ_auth_rep 40
 #define SZ_attach_req 40
 #define SZ_named_req 16
-#define SZ_entry_rep 168
+#define SZ_entry_rep 256
+#define SZ_dir_rep 88
+#define SZ_rename_rep 176
 #define SZ_node_req 16
 #define SZ_attr_rep 88
 #define SZ_setattr_req 64
 #define SZ_create_req 32
-#define SZ_create_rep 184
+#define SZ_create_rep 272
 #define SZ_mkdir_req 32
 #define SZ_mknod_req 40
 #define SZ_symlink_req 24
@@ -148,7 +150,7 @@ struct op_spec {
 #define SZ_link_req 24
 #define SZ_rename_req 24
 #define SZ_open_req 16
-#define SZ_open_rep 16
+#define SZ_open_rep 104
 #define SZ_readdir_req 32
 #define SZ_readdir_rep 8
 #define SZ_statfs_rep 56
@@ -187,9 +189,9 @@ static const struct op_spec ops[BCP_OP_MAX] = {
 	OPS(SYMLINK, symlink_req, entry_rep),
 	OPS(READLINK, handle_req, readlink_rep),
 	OPS(LINK, link_req, entry_rep),
-	OPS(UNLINK, named_req, none),
-	OPS(RMDIR, named_req, none),
-	OPS(RENAME, rename_req, none),
+	OPS(UNLINK, named_req, dir_rep),
+	OPS(RMDIR, named_req, dir_rep),
+	OPS(RENAME, rename_req, rename_rep),
 	OPS(OPEN, open_req, open_rep),
 	OPS(RELEASE, node_req, none),
 	OPS(OPENDIR, open_req, open_rep),
@@ -377,6 +379,12 @@ static void fix_request(struct sample *s, uint64_t *seed)
 		m->u.reopen_req.fh |= 1;
 		m->u.reopen_req.dir = 1;
 		break;
+	case BCP_OP_OPEN:
+		m->u.open_req.peek = BCP_OPEN_PEEK_MAX;
+		break;
+	case BCP_OP_OPENDIR:
+		m->u.open_req.peek = 0;
+		break;
 	case BCP_OP_NOTIFY:
 		m->hdr.req_id = 0;
 		m->u.notify_req.kind = BCP_NOTIFY_DELETE;
@@ -449,10 +457,15 @@ static void fix_reply(struct sample *s, uint64_t *seed)
 		m->u.create_rep.open_flags = BCP_OPEN_KEEP_CACHE |
 					     BCP_OPEN_CREATED;
 		break;
-	case BCP_OP_OPEN:
+	case BCP_OP_OPEN:		/* a small file's bytes along */
+		m->u.open_rep.open_flags = BCP_OPEN_DATA;
+		m->u.open_rep.data_len = 77;
+		set_data(s, 77);
+		break;
 	case BCP_OP_OPENDIR:
 	case BCP_OP_REOPEN:
 		m->u.open_rep.open_flags = BCP_OPEN_DIRECT_IO;
+		m->u.open_rep.data_len = 0;
 		break;
 	case BCP_OP_READLINK:
 		m->u.readlink_rep.len = sizeof(TARGET) - 1;
