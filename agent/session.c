@@ -39,6 +39,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 
 #include "bcp_auth.h"
 #include "resume.h"
@@ -1110,6 +1111,64 @@ static int session_rebind(struct agent_session *s, const struct bcp_msg *m,
 }
 
 /*
+ * dir's attributes after a request changed it, for the reply; ino 0 when
+ * they cannot be read (the host then asks again, as before).
+ */
+static void session_dirattr(struct agent_store *st, uint64_t dir,
+			    struct bcp_attr *out)
+{
+	if (agent_store_getattr(st, dir, 0, out) < 0)
+		memset(out, 0, sizeof(*out));
+}
+
+/*
+ * The whole of a regular file of at most peek bytes, read right after its
+ * OPEN into tail (SESS_TAIL_MAX > BCP_OPEN_PEEK_MAX bytes), for the reply
+ * (BCP_OPEN_DATA).  Best effort: a file that is larger (now), is not
+ * readable through fh, or would make the read wait for a device on the
+ * worker gets no data, and the host reads it as any other.
+ */
+static void session_open_peek(struct agent_store *st, uint64_t fh,
+			      uint32_t peek, struct bcp_open_rep *o,
+			      struct bcp_msg *rep, uint8_t *tail)
+{
+	struct agent_file *f;
+	size_t want = (size_t)peek + 1;	/* one more: the file grew */
+	size_t got = 0;
+	ssize_t n = -1;
+	int fd, mode;
+
+	if (!S_ISREG(o->attr.mode) || o->attr.size > peek ||
+	    agent_store_file_get(st, fh, &f, &fd) < 0)
+		return;
+	mode = fd >= 0 ? agent_store_file_inline(st, f, fd) : 0;
+	while (got < want) {
+		if (fd < 0) {
+			n = agent_store_file_rw(st, f, 0, tail + got,
+						want - got, got);
+		} else if (mode == AGENT_INLINE_NEVER) {
+			n = -1;
+		} else {
+			struct iovec iov = { tail + got, want - got };
+
+			n = preadv2(fd, &iov, 1, (off_t)got,
+				    mode == AGENT_INLINE_NOWAIT ?
+				    RWF_NOWAIT : 0);
+		}
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	agent_store_file_put(st, f);
+	if (n != 0 || got > peek)
+		return;		/* an error, or more than peek bytes */
+	o->open_flags |= BCP_OPEN_DATA;
+	o->data_len = (uint32_t)got;
+	rep->data = tail;
+	rep->data_len = (uint32_t)got;
+}
+
+/*
  * The store call of a request (session_is_store_op()), its reply in rep;
  * tail (SESS_TAIL_MAX bytes) takes the reply's data, st_rebind REBIND's
  * statuses.  On the worker, or on a pool thread for a blocking store:
@@ -1148,6 +1207,9 @@ static int session_call(struct agent_session *s, const struct bcp_msg *m,
 	case BCP_OP_CREATE:
 		ret = agent_store_create_file(st, &m->u.create_req, m->name,
 					      &rep->u.create_rep);
+		if (!ret)
+			session_dirattr(st, m->u.create_req.parent,
+					&rep->u.create_rep.dir);
 		if (!(s->features & BCP_FEAT_CREATED))
 			rep->u.create_rep.open_flags &=
 				~(uint32_t)BCP_OPEN_CREATED;
@@ -1155,14 +1217,23 @@ static int session_call(struct agent_session *s, const struct bcp_msg *m,
 	case BCP_OP_MKDIR:
 		ret = agent_store_mkdir(st, &m->u.mkdir_req, m->name,
 					&rep->u.entry_rep.entry);
+		if (!ret)
+			session_dirattr(st, m->u.mkdir_req.parent,
+					&rep->u.entry_rep.dir);
 		break;
 	case BCP_OP_MKNOD:
 		ret = agent_store_mknod(st, &m->u.mknod_req, m->name,
 					&rep->u.entry_rep.entry);
+		if (!ret)
+			session_dirattr(st, m->u.mknod_req.parent,
+					&rep->u.entry_rep.dir);
 		break;
 	case BCP_OP_SYMLINK:
 		ret = agent_store_symlink(st, &m->u.symlink_req, m->name,
 					  m->name2, &rep->u.entry_rep.entry);
+		if (!ret)
+			session_dirattr(st, m->u.symlink_req.parent,
+					&rep->u.entry_rep.dir);
 		break;
 	case BCP_OP_READLINK:
 		ret = agent_store_readlink(st, m->u.handle_req.handle,
@@ -1177,16 +1248,28 @@ static int session_call(struct agent_session *s, const struct bcp_msg *m,
 	case BCP_OP_LINK:
 		ret = agent_store_link(st, &m->u.link_req, m->name,
 				       &rep->u.entry_rep.entry);
+		if (!ret)
+			session_dirattr(st, m->u.link_req.newparent,
+					&rep->u.entry_rep.dir);
 		break;
 	case BCP_OP_UNLINK:
 	case BCP_OP_RMDIR:
 		ret = agent_store_unlink(st, m->u.named_req.parent, m->name,
 					 m->u.named_req.name_len,
 					 m->hdr.opcode == BCP_OP_RMDIR);
+		if (!ret)
+			session_dirattr(st, m->u.named_req.parent,
+					&rep->u.dir_rep.dir);
 		break;
 	case BCP_OP_RENAME:
 		ret = agent_store_rename(st, &m->u.rename_req, m->name,
 					 m->name2);
+		if (!ret) {
+			session_dirattr(st, m->u.rename_req.parent,
+					&rep->u.rename_rep.dir);
+			session_dirattr(st, m->u.rename_req.newparent,
+					&rep->u.rename_rep.newdir);
+		}
 		break;
 	case BCP_OP_OPEN:
 	case BCP_OP_OPENDIR:
@@ -1194,6 +1277,18 @@ static int session_call(struct agent_session *s, const struct bcp_msg *m,
 				       m->u.open_req.flags,
 				       m->hdr.opcode == BCP_OP_OPENDIR,
 				       &rep->u.open_rep);
+		if (ret)
+			break;
+		/* the attributes once open: the host's close-to-open check */
+		if (agent_store_getattr(st, m->u.open_req.handle,
+					rep->u.open_rep.fh,
+					&rep->u.open_rep.attr) < 0)
+			memset(&rep->u.open_rep.attr, 0,
+			       sizeof(rep->u.open_rep.attr));
+		else if (m->u.open_req.peek)
+			session_open_peek(st, rep->u.open_rep.fh,
+					  m->u.open_req.peek,
+					  &rep->u.open_rep, rep, tail);
 		break;
 	case BCP_OP_RELEASE:
 	case BCP_OP_RELEASEDIR:
@@ -1306,10 +1401,12 @@ static int session_rc_begin(struct agent_session *s, struct bcp_msg *m,
 	return 0;
 }
 
-/* Output room the reply to op may take (a blocking store's job). */
-static uint32_t session_rep_max(uint16_t op)
+/* Output room the reply to m may take (a blocking store's job). */
+static uint32_t session_rep_max(const struct bcp_msg *m)
 {
-	switch (op) {
+	switch (m->hdr.opcode) {
+	case BCP_OP_OPEN:
+		return SESS_REP_SMALL + m->u.open_req.peek;
 	case BCP_OP_GETXATTR: case BCP_OP_LISTXATTR: case BCP_OP_REBIND:
 		return BCP_FRAME_MAX;
 	default:
@@ -1392,7 +1489,7 @@ static int session_mjob_start(struct agent_session *s, const uint8_t *frame,
 				      &sj->again);
 	s->job_pool = sj->next;
 	s->jobs_live++;
-	sj->rsv = session_rep_max(sj->m.hdr.opcode);
+	sj->rsv = session_rep_max(&sj->m);
 	s->jobs_rsv += sj->rsv;
 	sj->hdr = sj->m.hdr;
 	sj->t0 = t0;

@@ -82,6 +82,169 @@ static void check_file(const struct t_agent *a, const char *rel,
 	T_CHECK(!memcmp(buf, want, (size_t)n));
 }
 
+/* a's times and identity equal st's (the directory on disk) */
+static int same_dir(const struct bcp_attr *a, const struct stat *st)
+{
+	return a->ino == st->st_ino && a->nlink == st->st_nlink &&
+	       a->mtime == st->st_mtim.tv_sec &&
+	       a->mtime_nsec == (uint32_t)st->st_mtim.tv_nsec &&
+	       a->ctime == st->st_ctim.tv_sec &&
+	       a->ctime_nsec == (uint32_t)st->st_ctim.tv_nsec &&
+	       S_ISDIR(a->mode);
+}
+
+/* OPEN of handle with peek: 1 and the bytes when they came, else 0. */
+static int open_peek(uint64_t handle, uint32_t flags, uint32_t peek,
+		     struct bcp_msg *rep, uint64_t *fh)
+{
+	struct bcp_msg m;
+	int ret;
+
+	bcp_msg_init(&m, BCP_OP_OPEN, 0);
+	m.u.open_req.handle = handle;
+	m.u.open_req.flags = flags;
+	m.u.open_req.peek = peek;
+	ret = call(&m, rep);
+	if (ret)
+		return ret;
+	*fh = rep->u.open_rep.fh;
+	return !!(rep->u.open_rep.open_flags & BCP_OPEN_DATA);
+}
+
+/*
+ * Version 3: a request that changes a directory answers with its
+ * attributes right after the change; OPEN brings a small file's bytes
+ * when asked, and the attributes of what it opened.
+ */
+static void v3_cases(const struct t_agent *a, uint64_t root)
+{
+	static char big[BCP_OPEN_PEEK_MAX + 1];
+	struct bcp_entry d, sub, f;
+	struct bcp_msg m, rep;
+	char path[600];
+	struct stat st;
+	uint64_t fh;
+	int fd;
+
+	T_EQ(t_mkdir(c, root, "v3", &d), 0);
+	snprintf(path, sizeof(path), "%s/v3", a->root);
+
+	bcp_msg_init(&m, BCP_OP_CREATE, 0);
+	m.u.create_req.parent = d.handle;
+	m.u.create_req.mode = 0644;
+	m.u.create_req.flags = O_RDWR;
+	m.u.create_req.name_len = 1;
+	m.name = "f";
+	T_EQ(call(&m, &rep), 0);
+	f = rep.u.create_rep.entry;
+	fh = rep.u.create_rep.fh;
+	T_EQ(stat(path, &st), 0);
+	T_CHECK(same_dir(&rep.u.create_rep.dir, &st));
+	T_EQ(t_io(c, BCP_OP_BATCH_PUSH, fh, 0, "small", 5), 5);
+	T_EQ(t_release(c, f.handle, fh), 0);
+
+	bcp_msg_init(&m, BCP_OP_MKDIR, 0);
+	m.u.mkdir_req.parent = d.handle;
+	m.u.mkdir_req.mode = 0755;
+	m.u.mkdir_req.name_len = 3;
+	m.name = "sub";
+	T_EQ(call(&m, &rep), 0);
+	sub = rep.u.entry_rep.entry;
+	T_EQ(stat(path, &st), 0);
+	T_CHECK(same_dir(&rep.u.entry_rep.dir, &st));
+	T_EQ(rep.u.entry_rep.dir.nlink, 3);	/* ., .. of sub */
+
+	bcp_msg_init(&m, BCP_OP_LOOKUP, 0);
+	m.u.named_req.parent = d.handle;
+	m.u.named_req.name_len = 1;
+	m.name = "f";
+	T_EQ(call(&m, &rep), 0);
+	T_EQ(rep.u.entry_rep.dir.ino, 0);	/* LOOKUP changes nothing */
+
+	bcp_msg_init(&m, BCP_OP_RENAME, 0);
+	m.u.rename_req.parent = d.handle;
+	m.u.rename_req.newparent = sub.handle;
+	m.u.rename_req.name_len = 1;
+	m.u.rename_req.newname_len = 1;
+	m.name = "f";
+	m.name2 = "g";
+	T_EQ(call(&m, &rep), 0);
+	T_EQ(stat(path, &st), 0);
+	T_CHECK(same_dir(&rep.u.rename_rep.dir, &st));
+	snprintf(path, sizeof(path), "%s/v3/sub", a->root);
+	T_EQ(stat(path, &st), 0);
+	T_CHECK(same_dir(&rep.u.rename_rep.newdir, &st));
+
+	/* the whole of a small file, and its attributes */
+	T_EQ(open_peek(f.handle, O_RDONLY, BCP_OPEN_PEEK_MAX, &rep, &fh), 1);
+	T_EQ(rep.u.open_rep.data_len, 5);
+	T_EQ(rep.data_len, 5);
+	T_CHECK(rep.data && !memcmp(rep.data, "small", 5));
+	T_EQ(rep.u.open_rep.attr.ino, f.attr.ino);
+	T_EQ(rep.u.open_rep.attr.size, 5);
+	T_EQ(t_release(c, f.handle, fh), 0);
+	/* not asked, too small a peek, not readable: attributes only */
+	T_EQ(open_peek(f.handle, O_RDONLY, 0, &rep, &fh), 0);
+	T_EQ(rep.u.open_rep.attr.size, 5);
+	T_EQ(rep.u.open_rep.data_len, 0);
+	T_EQ(t_release(c, f.handle, fh), 0);
+	T_EQ(open_peek(f.handle, O_RDONLY, 4, &rep, &fh), 0);
+	T_EQ(t_release(c, f.handle, fh), 0);
+	T_EQ(open_peek(f.handle, O_WRONLY, BCP_OPEN_PEEK_MAX, &rep, &fh), 0);
+	T_EQ(t_release(c, f.handle, fh), 0);
+	T_EQ(open_peek(sub.handle, O_RDONLY, BCP_OPEN_PEEK_MAX, &rep, &fh),
+	     -EISDIR);
+
+	/* at the limit the bytes come; one more and they do not */
+	snprintf(path, sizeof(path), "%s/v3/sub/big", a->root);
+	memset(big, 'b', sizeof(big));
+	big[BCP_OPEN_PEEK_MAX - 1] = 'e';
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	T_CHECK(fd >= 0);
+	T_EQ(write(fd, big, BCP_OPEN_PEEK_MAX), BCP_OPEN_PEEK_MAX);
+	T_EQ(t_lookup(c, sub.handle, "big", &f), 0);
+	T_EQ(open_peek(f.handle, O_RDONLY, BCP_OPEN_PEEK_MAX, &rep, &fh), 1);
+	T_EQ(rep.data_len, BCP_OPEN_PEEK_MAX);
+	T_CHECK(rep.data && ((const char *)rep.data)[BCP_OPEN_PEEK_MAX - 1] ==
+		'e');
+	T_EQ(t_release(c, f.handle, fh), 0);
+	T_EQ(write(fd, "x", 1), 1);
+	T_EQ(open_peek(f.handle, O_RDONLY, BCP_OPEN_PEEK_MAX, &rep, &fh), 0);
+	T_EQ(rep.u.open_rep.attr.size, BCP_OPEN_PEEK_MAX + 1);
+	T_EQ(t_release(c, f.handle, fh), 0);
+	close(fd);
+	/* an empty file: its (no) bytes come */
+	T_EQ(ftruncate(fd = open(path, O_WRONLY), 0), 0);
+	close(fd);
+	T_EQ(open_peek(f.handle, O_RDONLY, BCP_OPEN_PEEK_MAX, &rep, &fh), 1);
+	T_EQ(rep.data_len, 0);
+	T_EQ(t_release(c, f.handle, fh), 0);
+
+	/* UNLINK and RMDIR: the parent after the change */
+	bcp_msg_init(&m, BCP_OP_UNLINK, 0);
+	m.u.named_req.parent = sub.handle;
+	m.u.named_req.name_len = 3;
+	m.name = "big";
+	T_EQ(call(&m, &rep), 0);
+	snprintf(path, sizeof(path), "%s/v3/sub", a->root);
+	T_EQ(stat(path, &st), 0);
+	T_CHECK(same_dir(&rep.u.dir_rep.dir, &st));
+	m.name = "g";
+	m.u.named_req.name_len = 1;
+	T_EQ(call(&m, &rep), 0);
+	m.hdr.opcode = BCP_OP_RMDIR;
+	m.u.named_req.parent = d.handle;
+	m.u.named_req.name_len = 3;
+	m.name = "sub";
+	T_EQ(call(&m, &rep), 0);
+	snprintf(path, sizeof(path), "%s/v3", a->root);
+	T_EQ(stat(path, &st), 0);
+	T_CHECK(same_dir(&rep.u.dir_rep.dir, &st));
+	T_EQ(rep.u.dir_rep.dir.nlink, 2);
+	/* a failed change says nothing */
+	T_EQ(call(&m, &rep), -ENOENT);
+}
+
 int main(void)
 {
 	struct bcp_entry d, f, f2, e, ln, sl;
@@ -365,6 +528,7 @@ int main(void)
 	T_EQ(call(&m, &rep), 0);
 	T_EQ(t_release(c, f2.handle, fh2), 0);
 	T_EQ(t_release(c, f2.handle, fh2), -EBADF);
+	v3_cases(&a, root);
 	bcp_client_destroy(c);
 
 	/* a wrong secret: -EACCES and a warning naming the peer */
