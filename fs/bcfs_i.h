@@ -310,6 +310,43 @@ void bcfs_dirs_notified(uint32_t kind, uint64_t handle);
 void bcfs_dirs_forget(uint64_t handle);
 void bcfs_dirs_fini(void);
 
+/*
+ * dattr.c: the attributes of directories this mount changed, from the
+ * agent's replies, for the GETATTR the kernel sends next.
+ *
+ * begin: a request that changes dir is about to go out; returns a ticket
+ * (0: not followed).  end: its reply came (a: dir's attributes after it,
+ * or NULL when it failed; ngen: bcfs_notify_gen() when it went out).
+ * get: 1 with dir's attributes and how long they stay valid, while kept.
+ * drop: handle changed otherwise.  notified: a notification (RESET drops
+ * everything), from the notify callback.
+ */
+uint32_t bcfs_dattr_begin(uint64_t dir);
+void bcfs_dattr_end(uint64_t dir, uint32_t ticket, const struct bcp_attr *a,
+		    uint64_t ngen);
+int bcfs_dattr_get(uint64_t dir, struct bcp_attr *out, double *timeout);
+void bcfs_dattr_drop(uint64_t handle);
+void bcfs_dattr_notified(uint32_t kind, uint64_t handle);
+
+/*
+ * peek.c: small files whose bytes came with their OPEN.
+ *
+ * take: a slot before the OPEN goes out (-1: none free, do not ask).  put:
+ * give it back unused.  fill: the OPEN of fh, sent at notification
+ * generation ngen and change count wgen, brought len bytes.  read: 1 when
+ * req was answered from them.  release: fh is closed.  dirty: this mount
+ * begins or ends a change of some file's data.  wgen: the change count.
+ */
+int bcfs_peek_take(void);
+void bcfs_peek_put(int slot);
+void bcfs_peek_fill(int slot, uint64_t fh, uint64_t ngen, uint64_t wgen,
+		    const void *data, uint32_t len);
+int bcfs_peek_read(fuse_req_t req, uint64_t fh, size_t size, off_t off);
+void bcfs_peek_release(uint64_t fh);
+void bcfs_peek_dirty(void);
+uint64_t bcfs_peek_wgen(void);
+void bcfs_peek_fini(void);
+
 static inline uint64_t bcfs_now_ns(void)
 {
 	struct timespec ts;
@@ -370,6 +407,9 @@ struct bcfs_acall {
 	struct fuse_file_info fi;
 	uint32_t gen;
 	uint64_t ngen;			/* bcfs_notify_gen() when sent */
+	/* dattr.c: the directories the request changes, and tickets */
+	uint64_t dir, dir2;
+	uint32_t dticket, dticket2;
 	size_t size;
 	struct bcfs_acall *next_free;
 	struct bcfs_mtimer mt;		/* metrics.c */
@@ -389,6 +429,11 @@ enum bcfs_reply {
 					 * closed after writing (inode.c) */
 	BCFS_REPLY_MKDIR,		/* as ENTRY; the new directory is
 					 * known in full (dirs.c) */
+	BCFS_REPLY_REMOVE,		/* status of an UNLINK or RMDIR */
+	BCFS_REPLY_RENAME,		/* status of a RENAME */
+	BCFS_REPLY_CHANGED,		/* as STATUS; file data changed
+					 * (peek.c) */
+	BCFS_REPLY_TRUNCATE,		/* as ATTR; file data changed */
 };
 
 /*

@@ -181,6 +181,7 @@ void bcfs_inode_forget(uint64_t handle, uint64_t n)
 			free(in->name);
 			free(in);
 			bcfs_dirs_forget(handle);
+			bcfs_dattr_drop(handle);
 			goto out_forget;
 		}
 		in->nlookup -= n;

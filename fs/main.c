@@ -914,6 +914,7 @@ int main(int argc, char *argv[])
 	bcfs_dbg("unmounting");
 	/* files still open when the session ends keep what they wrote */
 	bcfs_wb_fini();
+	bcfs_peek_fini();
 
 out_unmount:
 	bcfs_notify_fini();

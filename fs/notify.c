@@ -124,6 +124,7 @@ void bcfs_notify_cb(void *arg, const struct bcp_notify_req *n,
 	(void)arg;
 	/* before the kernel can be told: see dirs.c */
 	bcfs_dirs_notified(n->kind, n->handle);
+	bcfs_dattr_notified(n->kind, n->handle);
 	pthread_mutex_lock(&bcfs_notify.lock);
 	gen = __atomic_add_fetch(&bcfs_notify_generation, 1,
 				 __ATOMIC_ACQ_REL);
@@ -139,6 +140,7 @@ void bcfs_notify_cb(void *arg, const struct bcp_notify_req *n,
 		if (n->kind != BCP_NOTIFY_RESET) {
 			bcfs_notify.overflows++;
 			bcfs_dirs_notified(BCP_NOTIFY_RESET, 0);
+			bcfs_dattr_notified(BCP_NOTIFY_RESET, 0);
 		}
 		bcfs_notify.reset = 1;
 		bcfs_notify.reset_gen = gen;

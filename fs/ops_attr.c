@@ -125,6 +125,31 @@ static void bcfs_answer_status(struct bcfs_acall *a, int result)
 	bcfs_reply_status(a->req, result);
 }
 
+/* UNLINK, RMDIR: the parent's attributes after it (dattr.c) */
+static void bcfs_answer_remove(struct bcfs_acall *a, int result)
+{
+	bcfs_dattr_end(a->dir, a->dticket,
+		       result ? NULL : &a->call.rep.u.dir_rep.dir, a->ngen);
+	bcfs_reply_status(a->req, result);
+}
+
+static void bcfs_answer_rename(struct bcfs_acall *a, int result)
+{
+	const struct bcp_rename_rep *r = &a->call.rep.u.rename_rep;
+
+	bcfs_dattr_end(a->dir, a->dticket, result ? NULL : &r->dir, a->ngen);
+	bcfs_dattr_end(a->dir2, a->dticket2, result ? NULL : &r->newdir,
+		       a->ngen);
+	bcfs_reply_status(a->req, result);
+}
+
+/* FALLOCATE: a change of file data ended (peek.c) */
+static void bcfs_answer_changed(struct bcfs_acall *a, int result)
+{
+	bcfs_peek_dirty();
+	bcfs_reply_status(a->req, result);
+}
+
 static void bcfs_answer_attr(struct bcfs_acall *a, int result)
 {
 	struct stat st;
@@ -138,6 +163,13 @@ static void bcfs_answer_attr(struct bcfs_acall *a, int result)
 			bcfs_notify_timeout(bcfs_g.o.attr_timeout, a->ngen));
 }
 
+/* SETATTR of a size: a change of file data ended (peek.c) */
+static void bcfs_answer_truncate(struct bcfs_acall *a, int result)
+{
+	bcfs_peek_dirty();
+	bcfs_answer_attr(a, result);
+}
+
 static void bcfs_reply_entry_ex(fuse_req_t req, uint64_t parent,
 				const char *name,
 				const struct bcp_entry *entry, uint64_t ngen,
@@ -146,6 +178,8 @@ static void bcfs_reply_entry_ex(fuse_req_t req, uint64_t parent,
 static void bcfs_answer_entry_ex(struct bcfs_acall *a, int result,
 				 int made_dir)
 {
+	bcfs_dattr_end(a->dir, a->dticket,
+		       result ? NULL : &a->call.rep.u.entry_rep.dir, a->ngen);
 	if (result) {
 		bcfs_reply_status(a->req, result);
 		return;
@@ -204,12 +238,35 @@ void bcfs_call_reply(fuse_req_t req, struct bcp_msg *m, enum bcfs_reply kind,
 		[BCFS_REPLY_LOOKUP] = bcfs_answer_lookup,
 		[BCFS_REPLY_OPEN_ATTR] = bcfs_answer_open_attr,
 		[BCFS_REPLY_MKDIR] = bcfs_answer_mkdir,
+		[BCFS_REPLY_REMOVE] = bcfs_answer_remove,
+		[BCFS_REPLY_RENAME] = bcfs_answer_rename,
+		[BCFS_REPLY_CHANGED] = bcfs_answer_changed,
+		[BCFS_REPLY_TRUNCATE] = bcfs_answer_truncate,
 	};
 	struct bcfs_acall *a = bcfs_acall_get();
 
 	a->parent = parent;
 	if (name)
 		snprintf(a->name, sizeof(a->name), "%s", name);
+	/* requests that change a directory: its attributes come back */
+	a->dticket = a->dticket2 = 0;
+	switch (kind) {
+	case BCFS_REPLY_ENTRY:
+	case BCFS_REPLY_MKDIR:
+	case BCFS_REPLY_REMOVE:
+		a->dir = parent;
+		a->dticket = bcfs_dattr_begin(parent);
+		break;
+	case BCFS_REPLY_RENAME:
+		a->dir = m->u.rename_req.parent;
+		a->dticket = bcfs_dattr_begin(a->dir);
+		a->dir2 = m->u.rename_req.newparent;
+		if (a->dir2 != a->dir)
+			a->dticket2 = bcfs_dattr_begin(a->dir2);
+		break;
+	default:
+		break;
+	}
 	bcfs_acall_send(a, req, m, answers[kind]);
 }
 
@@ -291,9 +348,23 @@ void bcfs_reply_entry(fuse_req_t req, uint64_t parent, const char *name,
 void bcfs_op_getattr(fuse_req_t req, fuse_ino_t ino,
 		     struct fuse_file_info *fi)
 {
+	uint64_t ngen = bcfs_notify_gen();
+	struct bcp_attr a;
 	struct bcp_msg m;
+	struct stat st;
+	double timeout;
 
 	bcfs_readahead_raise();
+	/*
+	 * A directory this mount just changed: the change's reply told.
+	 * A notification drops what dattr.c keeps before it counts, so one
+	 * that raced with this answer leaves it uncached (as any reply).
+	 */
+	if (bcfs_dattr_get(bcfs_handle(ino), &a, &timeout)) {
+		bcfs_attr_to_stat(&a, &st);
+		fuse_reply_attr(req, &st, bcfs_notify_timeout(timeout, ngen));
+		return;
+	}
 	/* the size and mtime of writes still gathered are the agent's then */
 	bcfs_wb_flush(bcfs_handle(ino), 0);
 	bcfs_msg(&m, BCP_OP_GETATTR);
@@ -392,6 +463,13 @@ void bcfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	}
 	if (!s->valid)
 		bcfs_setattr_nothing(req, s);
+	/* a directory's mode, owner or times: what dattr.c kept is old */
+	bcfs_dattr_drop(s->handle);
+	if (s->valid & BCP_SETATTR_SIZE) {
+		bcfs_peek_dirty();
+		bcfs_call_reply(req, &m, BCFS_REPLY_TRUNCATE, 0, NULL);
+		return;
+	}
 	bcfs_call_reply(req, &m, BCFS_REPLY_ATTR, 0, NULL);
 }
 

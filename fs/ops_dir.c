@@ -204,7 +204,8 @@ static void bcfs_remove(fuse_req_t req, uint16_t op, fuse_ino_t parent,
 	m.u.named_req.parent = bcfs_handle(parent);
 	m.u.named_req.name_len = len;
 	m.name = name;
-	bcfs_call_reply(req, &m, BCFS_REPLY_STATUS, 0, NULL);
+	bcfs_call_reply(req, &m, BCFS_REPLY_REMOVE, m.u.named_req.parent,
+			NULL);
 }
 
 void bcfs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -248,7 +249,7 @@ void bcfs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	bcfs_dirs_add(q->newparent, newname, (size_t)newlen);
 	if (flags & BCP_RENAME_EXCHANGE)
 		bcfs_dirs_add(q->parent, name, (size_t)len);
-	bcfs_call_reply(req, &m, BCFS_REPLY_STATUS, 0, NULL);
+	bcfs_call_reply(req, &m, BCFS_REPLY_RENAME, 0, NULL);
 }
 
 void bcfs_op_opendir(fuse_req_t req, fuse_ino_t ino,

@@ -230,6 +230,8 @@ static void bcfs_rw_done(struct bcp_io *io, int32_t result)
 		return;
 	total = bcfs_rw_total(rw, &n);
 	bcfs_metrics_rw(rw->write, total, rw->t0);
+	if (rw->write)
+		bcfs_peek_dirty();	/* it may have reached the file now */
 	if (total < 0) {
 		bcfs_reply_status(rw->req, (int)total);
 	} else if (rw->write) {
@@ -269,6 +271,8 @@ void bcfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_buf(req, NULL, 0);
 		return;
 	}
+	if (bcfs_peek_read(req, fi->fh, size, off))
+		return;
 	bcfs_wb_flush(bcfs_handle(ino), 0);
 	rw = bcfs_rw_get();
 	rw->req = req;
@@ -296,6 +300,7 @@ void bcfs_op_write_buf(fuse_req_t req, fuse_ino_t ino,
 		fuse_reply_write(req, 0);
 		return;
 	}
+	bcfs_peek_dirty();
 	/* pages the kernel writes back (mmap) go straight through */
 	if (bcfs_wb_write(req, bcfs_handle(ino), fi->fh,
 			  fi->writepage || (fi->flags & (O_APPEND | O_SYNC |
@@ -358,6 +363,7 @@ void bcfs_release_fh(uint64_t handle, uint64_t fh)
 	struct bcp_msg m;
 
 	bcfs_open_del(fh);
+	bcfs_peek_release(fh);
 	bcfs_msg(&m, BCP_OP_RELEASE);
 	m.u.node_req.handle = handle;
 	m.u.node_req.fh = fh;
@@ -380,10 +386,11 @@ static void bcfs_answer_open(struct bcfs_acall *a, int result)
 void bcfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	uint64_t handle = bcfs_handle(ino);
+	uint64_t fh, ngen, wgen = 0;
 	struct bcfs_acall *a;
 	struct bcp_msg m, r;
-	uint64_t fh;
-	int ret, first;
+	struct bcp_attr attr;
+	int ret, first, slot = -1, have_attr = 0;
 
 	/* a file gathering writes sends them now, and from now on at once */
 	bcfs_wb_flush(handle, BCFS_WB_END);
@@ -405,24 +412,51 @@ void bcfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		bcfs_acall_send(a, req, &m, bcfs_answer_open);
 		return;
 	}
+	/* a small file comes whole with its first open for reading */
+	if (first && (fi->flags & O_ACCMODE) == O_RDONLY &&
+	    !(fi->flags & (O_DIRECT | O_TRUNC))) {
+		slot = bcfs_peek_take();
+		if (slot >= 0) {
+			m.u.open_req.peek = BCP_OPEN_PEEK_MAX;
+			wgen = bcfs_peek_wgen();
+		}
+	}
+	ngen = bcfs_notify_gen();
 	ret = bcfs_call(&m, &r);
 	if (ret) {
+		bcfs_peek_put(slot);
 		bcfs_reply_status(req, ret);
 		return;
 	}
 	fh = r.u.open_rep.fh;
 	fi->fh = fh;
+	if (r.u.open_rep.attr.ino) {
+		attr = r.u.open_rep.attr;
+		have_attr = 1;
+	}
+	if (slot >= 0 && (r.u.open_rep.open_flags & BCP_OPEN_DATA) &&
+	    have_attr && attr.size == r.data_len)
+		bcfs_peek_fill(slot, fh, ngen, wgen, r.data, r.data_len);
+	else
+		bcfs_peek_put(slot);
 	/*
 	 * Known as open before anything else is asked: a connection lost
 	 * during the GETATTR below must find it to reopen on the new one.
 	 */
 	bcfs_open_add(fh, handle, bcfs_open_flags(fi->flags), 0);
 	/* close-to-open: keep the pages only if nothing changed */
-	bcfs_msg(&m, BCP_OP_GETATTR);
-	m.u.node_req.handle = handle;
-	m.u.node_req.fh = fh;
-	if (!first && !bcfs_call(&m, &r) &&
-	    bcfs_inode_open_check(handle, &r.u.attr_rep.attr))
+	if (!first && !have_attr) {
+		bcfs_msg(&m, BCP_OP_GETATTR);
+		m.u.node_req.handle = handle;
+		m.u.node_req.fh = fh;
+		if (!bcfs_call(&m, &r)) {
+			attr = r.u.attr_rep.attr;
+			have_attr = 1;
+		}
+	}
+	if (first && have_attr)
+		bcfs_inode_open_update(handle, &attr);
+	else if (have_attr && bcfs_inode_open_check(handle, &attr))
 		fi->keep_cache = 1;
 	/*
 	 * Cached for long, the size the kernel holds may be older than
@@ -442,6 +476,7 @@ static void bcfs_answer_create(struct bcfs_acall *a, int result)
 	struct fuse_entry_param e;
 	int ret;
 
+	bcfs_dattr_end(a->dir, a->dticket, result ? NULL : &c->dir, a->ngen);
 	if (result) {
 		bcfs_reply_status(a->req, result);
 		return;
@@ -510,6 +545,8 @@ void bcfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	a->parent = q->parent;
 	memcpy(a->name, name, (size_t)len + 1);
 	a->fi = *fi;
+	a->dir = q->parent;
+	a->dticket = bcfs_dattr_begin(q->parent);
 	bcfs_acall_send(a, req, &m, bcfs_answer_create);
 }
 
@@ -581,7 +618,8 @@ void bcfs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
 	m.u.fallocate_req.offset = offset;
 	m.u.fallocate_req.length = length;
 	m.u.fallocate_req.mode = mode;
-	bcfs_call_reply(req, &m, BCFS_REPLY_STATUS, 0, NULL);
+	bcfs_peek_dirty();
+	bcfs_call_reply(req, &m, BCFS_REPLY_CHANGED, 0, NULL);
 }
 
 void bcfs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
@@ -636,7 +674,9 @@ void bcfs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in,
 	q->off_out = off_out;
 	q->length = len;
 	q->flags = flags;
+	bcfs_peek_dirty();
 	ret = bcfs_call(&m, &r);
+	bcfs_peek_dirty();
 	if (ret) {
 		bcfs_reply_status(req, ret);
 		return;

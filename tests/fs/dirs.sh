@@ -44,17 +44,8 @@ bcf_start_agent "$BCF_BACK" "$listen" "${agent_args[@]}" ||
 agent=$listen
 m1=$BCF_MNT
 m2=$BCF_TMP/m2
-"$BCF_FS" "$agent" "$m1" -f -o "$opts,metrics=127.0.0.1:0" \
-	2>>"$BCF_TMP/fs.log" &
-BCF_FS_PID=$!
-bcf_wait_for 20 bcf_mount_up || bcf_fail "mount 1 did not come up"
+bcf_mount_counted "$agent" "$opts"
 bcf_mount_extra m2 "$agent" "$opts" || bcf_fail "mount 2 did not come up"
-if grep -q 'does not tell of changes' "$BCF_TMP/fs.log"; then
-	bcf_skip "this agent does not tell of changes made elsewhere"
-fi
-port=$(sed -n 's|.*metrics on http://[^ ]*:\([0-9]*\)/metrics.*|\1|p' \
-	"$BCF_TMP/fs.log" | tail -1)
-[ -n "$port" ] || bcf_fail "mount 1 did not say where its metrics are"
 # posix: the agent watches its directory (--watch auto) only as root
 store_within=1
 [ "$(id -u)" = 0 ] || store_within=0
@@ -64,26 +55,19 @@ store_within=1
 drop=/proc/sys/vm/drop_caches
 [ -w "$drop" ] || drop=
 
-timeout 300 python3 - "$m1" "$m2" "$BCF_BACK" "$port" "$store_within" \
-	"$drop" <<'PY' || bcf_fail "see above"
-import os, stat, sys, time, urllib.request
+PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=$top_srcdir/tests/fs \
+	timeout 300 python3 - "$m1" "$m2" \
+	"$BCF_BACK" "$BCF_METRICS_PORT" "$store_within" "$drop" <<'PY' ||
+	bcf_fail "see above"
+import os, stat, sys, time
+from fscheck import fail
+import fscheck
 
 m1, m2, back, port, store_within, drop = sys.argv[1:7]
 store_within = float(store_within)
-failed = 0
-
-def fail(what):
-    global failed
-    print("FAIL: " + what, file=sys.stderr)
-    failed += 1
 
 def lookups():
-    url = "http://127.0.0.1:%s/metrics" % port
-    with urllib.request.urlopen(url, timeout=10) as r:
-        for line in r.read().decode().splitlines():
-            if line.startswith('bluecachefs_requests_total{op="lookup"}'):
-                return int(float(line.split()[1]))
-    return 0
+    return fscheck.requests(port, "lookup")
 
 def missing(path):
     try:
@@ -93,18 +77,7 @@ def missing(path):
         return True
 
 def within(what, check, bound):
-    t0 = time.monotonic()
-    while True:
-        try:
-            if check():
-                print("%s: %.3f s" % (what, time.monotonic() - t0))
-                return True
-        except OSError:
-            pass
-        if time.monotonic() - t0 > bound:
-            fail("%s: not within %.0f s" % (what, bound))
-            return False
-        time.sleep(0.01)
+    return fscheck.within(what, check, bound)
 
 def create_many(d, n):
     dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
@@ -194,7 +167,7 @@ if not missing(d + "/nothing"):
 if sorted(os.listdir(d)) != names:
     fail("kinds lists %s" % sorted(os.listdir(d)))
 os.close(dfd)
-sys.exit(1 if failed else 0)
+sys.exit(fscheck.status())
 PY
 
 # as long as a negative entry: entry_timeout=1, then the agent is asked

@@ -620,6 +620,26 @@ bcf_alive()
 	return $bad
 }
 
+# bcf_mount_counted AGENT OPTS: mount AGENT on $BCF_MNT with -o OPTS and
+# the metrics endpoint on a free loopback port (its number in
+# BCF_METRICS_PORT), for a test that counts the requests the mount sends;
+# skips when the agent does not tell of changes made elsewhere.
+bcf_mount_counted()
+{
+	"$BCF_FS" "$1" "$BCF_MNT" -f -o "$2,metrics=127.0.0.1:0" \
+		2>>"$BCF_TMP/fs.log" &
+	BCF_FS_PID=$!
+	bcf_wait_for 20 bcf_mount_up || bcf_fail "mount 1 did not come up"
+	if grep -q 'does not tell of changes' "$BCF_TMP/fs.log"; then
+		bcf_skip "this agent does not tell of changes made elsewhere"
+	fi
+	BCF_METRICS_PORT=$(sed -n \
+		's|.*metrics on http://[^ ]*:\([0-9]*\)/metrics.*|\1|p' \
+		"$BCF_TMP/fs.log" | tail -1)
+	[ -n "$BCF_METRICS_PORT" ] ||
+		bcf_fail "mount 1 did not say where its metrics are"
+}
+
 # Extra mounts, for a test with several mounts of one agent.
 # bcf_mount_extra NAME AGENT OPTS: mount AGENT on $BCF_TMP/NAME with -o OPTS
 # (and -f), the daemon logging to $BCF_TMP/fs-NAME.log; its pid lands in

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * dattr.c - the attributes of directories this mount changed, as the
+ * agent's replies gave them right after the change, so that the GETATTR
+ * the kernel sends next is answered without the agent.
+ *
+ * The kernel drops a directory's attributes at every create, mkdir,
+ * mknod, symlink, link, unlink, rmdir and rename in it, and asks for them
+ * again at the next permission check there (default_permissions): a
+ * create loop, an untar or an rm -r paid one agent round trip per name
+ * for it.  The replies to those requests carry the directory's
+ * attributes after the change (protocol version 3); they are kept here
+ * and answer that GETATTR.
+ *
+ * A reply's attributes are kept only when they are the directory's
+ * latest: no other change of it by this mount was in flight meanwhile
+ * (two creates in one directory may be answered in either order), and no
+ * notification came between the request and its reply (another session
+ * may have changed it after; the agent tells of that).  A notification
+ * about the directory, RESET, a reconnect, a SETATTR of it or the kernel
+ * forgetting it drops what is kept; it lasts attr_timeout at most.
+ *
+ * A table of BCFS_DATTR_SLOTS entries, indexed by the handle's hash; a
+ * directory whose slot another one holds with a change in flight is
+ * simply not kept.  One lock, a leaf.
+ */
+#include "config.h"
+
+#include <string.h>
+
+#include "bcfs_i.h"
+
+#define BCFS_DATTR_SLOTS	256	/* a power of two */
+
+struct bcfs_dattr {
+	uint64_t handle;	/* 0: free */
+	uint32_t sent;		/* the last change's ticket */
+	uint32_t busy;		/* changes in flight */
+	int valid;
+	uint64_t until_ns;	/* valid until */
+	struct bcp_attr attr;
+};
+
+static pthread_mutex_t bcfs_dattr_lock = PTHREAD_MUTEX_INITIALIZER;
+/* protected by bcfs_dattr_lock */
+static struct bcfs_dattr bcfs_dattr_tab[BCFS_DATTR_SLOTS];
+static uint32_t bcfs_dattr_tickets;
+
+static struct bcfs_dattr *bcfs_dattr_slot(uint64_t handle)
+{
+	uint64_t h = handle * 0x9e3779b97f4a7c15ull;
+
+	return &bcfs_dattr_tab[(h >> 40) & (BCFS_DATTR_SLOTS - 1)];
+}
+
+uint32_t bcfs_dattr_begin(uint64_t dir)
+{
+	struct bcfs_dattr *d;
+	uint32_t t = 0;
+
+	if (bcfs_g.o.attr_timeout <= 0)
+		return 0;
+	pthread_mutex_lock(&bcfs_dattr_lock);
+	d = bcfs_dattr_slot(dir);
+	if (d->handle != dir) {
+		if (d->busy)
+			goto out_unlock;	/* another's, in use */
+		memset(d, 0, sizeof(*d));
+		d->handle = dir;
+	}
+	/* what is kept is old from now on */
+	d->valid = 0;
+	d->busy++;
+	t = ++bcfs_dattr_tickets;
+	if (!t)
+		t = ++bcfs_dattr_tickets;
+	d->sent = t;
+out_unlock:
+	pthread_mutex_unlock(&bcfs_dattr_lock);
+	return t;
+}
+
+void bcfs_dattr_end(uint64_t dir, uint32_t ticket, const struct bcp_attr *a,
+		    uint64_t ngen)
+{
+	struct bcfs_dattr *d;
+
+	if (!ticket)
+		return;
+	pthread_mutex_lock(&bcfs_dattr_lock);
+	d = bcfs_dattr_slot(dir);
+	if (d->handle != dir || !d->busy)
+		goto out_unlock;	/* never: a busy slot is not taken */
+	d->busy--;
+	if (a && a->ino && d->sent == ticket && !d->busy &&
+	    bcfs_notify_gen() == ngen) {
+		d->attr = *a;
+		d->valid = 1;
+		d->until_ns = bcfs_now_ns() +
+			      (uint64_t)(bcfs_g.o.attr_timeout * 1e9);
+	} else {
+		d->valid = 0;
+	}
+out_unlock:
+	pthread_mutex_unlock(&bcfs_dattr_lock);
+}
+
+int bcfs_dattr_get(uint64_t dir, struct bcp_attr *out, double *timeout)
+{
+	struct bcfs_dattr *d;
+	uint64_t now;
+	int ret = 0;
+
+	pthread_mutex_lock(&bcfs_dattr_lock);
+	d = bcfs_dattr_slot(dir);
+	if (d->handle == dir && d->valid && !d->busy) {
+		now = bcfs_now_ns();
+		if (now < d->until_ns) {
+			*out = d->attr;
+			*timeout = (double)(d->until_ns - now) / 1e9;
+			ret = 1;
+		} else {
+			d->valid = 0;
+		}
+	}
+	pthread_mutex_unlock(&bcfs_dattr_lock);
+	return ret;
+}
+
+void bcfs_dattr_drop(uint64_t handle)
+{
+	struct bcfs_dattr *d;
+
+	pthread_mutex_lock(&bcfs_dattr_lock);
+	d = bcfs_dattr_slot(handle);
+	if (d->handle == handle)
+		d->valid = 0;
+	pthread_mutex_unlock(&bcfs_dattr_lock);
+}
+
+void bcfs_dattr_notified(uint32_t kind, uint64_t handle)
+{
+	unsigned int i;
+
+	if (kind != BCP_NOTIFY_RESET) {
+		bcfs_dattr_drop(handle);
+		return;
+	}
+	pthread_mutex_lock(&bcfs_dattr_lock);
+	for (i = 0; i < BCFS_DATTR_SLOTS; i++)
+		bcfs_dattr_tab[i].valid = 0;
+	pthread_mutex_unlock(&bcfs_dattr_lock);
+}

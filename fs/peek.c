@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * peek.c - small files read with their OPEN.
+ *
+ * The first open of a file for reading asks the agent for the whole file
+ * when it has at most BCP_OPEN_PEEK_MAX bytes (OPEN's peek, protocol
+ * version 3); the bytes come in the OPEN reply and are kept here for that
+ * descriptor, and its READs are answered from them: reading a small file
+ * costs the agent one round trip (the OPEN) instead of two.
+ *
+ * The bytes are the file's at the open.  They answer a READ only while
+ * nothing could have changed the file since the OPEN went out: no
+ * notification came (another session, a process on the agent's machine
+ * or another Ceph client changed something; notify.c counts them), and
+ * this mount changed no file's data (bcfs_peek_dirty() at the start and
+ * at the end of every write, truncate, fallocate and copy: a change in
+ * flight when the OPEN went out may reach the file after the agent read
+ * it).  Otherwise the READ goes to the agent as any other.
+ *
+ * BCFS_PEEK_SLOTS descriptors hold bytes at once, BCP_OPEN_PEEK_MAX each
+ * (allocated at first use and kept: 4 MiB at most); an open that finds
+ * none free does not ask.  A slot is given back at RELEASE.  A READ uses
+ * its slot's bytes without the lock: the slot is its descriptor's until
+ * RELEASE, which the kernel sends once no READ of it is in progress.
+ */
+#include "config.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "bcfs_i.h"
+
+#define BCFS_PEEK_SLOTS		64
+
+struct bcfs_peek {
+	int taken;
+	int ready;		/* bytes held for fh */
+	uint64_t fh;		/* 0 until the OPEN was answered */
+	uint64_t ngen;		/* bcfs_notify_gen() when the OPEN went out */
+	uint64_t wgen;		/* bcfs_peek_wgen() then */
+	uint32_t len;
+	uint8_t *buf;		/* BCP_OPEN_PEEK_MAX bytes, or NULL */
+};
+
+static pthread_mutex_t bcfs_peek_lock = PTHREAD_MUTEX_INITIALIZER;
+/* protected by bcfs_peek_lock */
+static struct bcfs_peek bcfs_peeks[BCFS_PEEK_SLOTS];
+/* slots holding bytes (atomic): READs look only when there are some */
+static unsigned int bcfs_peek_ready;
+/* slots taken (atomic): RELEASEs look only when there are some */
+static unsigned int bcfs_peek_taken;
+/* changes of file data by this mount, begun or ended (atomic) */
+static uint64_t bcfs_peek_changes;
+
+void bcfs_peek_dirty(void)
+{
+	__atomic_add_fetch(&bcfs_peek_changes, 1, __ATOMIC_ACQ_REL);
+}
+
+uint64_t bcfs_peek_wgen(void)
+{
+	return __atomic_load_n(&bcfs_peek_changes, __ATOMIC_ACQUIRE);
+}
+
+int bcfs_peek_take(void)
+{
+	int i, slot = -1;
+
+	pthread_mutex_lock(&bcfs_peek_lock);
+	for (i = 0; i < BCFS_PEEK_SLOTS; i++) {
+		if (bcfs_peeks[i].taken)
+			continue;
+		if (!bcfs_peeks[i].buf) {
+			bcfs_peeks[i].buf = malloc(BCP_OPEN_PEEK_MAX);
+			if (!bcfs_peeks[i].buf)
+				break;
+		}
+		bcfs_peeks[i].taken = 1;
+		bcfs_peeks[i].ready = 0;
+		bcfs_peeks[i].fh = 0;
+		__atomic_add_fetch(&bcfs_peek_taken, 1, __ATOMIC_RELEASE);
+		slot = i;
+		break;
+	}
+	pthread_mutex_unlock(&bcfs_peek_lock);
+	return slot;
+}
+
+static void bcfs_peek_unready(struct bcfs_peek *p)
+{
+	if (p->ready) {
+		p->ready = 0;
+		__atomic_sub_fetch(&bcfs_peek_ready, 1, __ATOMIC_RELEASE);
+	}
+}
+
+static void bcfs_peek_free(struct bcfs_peek *p)
+{
+	bcfs_peek_unready(p);
+	p->taken = 0;
+	p->fh = 0;
+	__atomic_sub_fetch(&bcfs_peek_taken, 1, __ATOMIC_RELEASE);
+}
+
+void bcfs_peek_put(int slot)
+{
+	struct bcfs_peek *p;
+
+	if (slot < 0 || slot >= BCFS_PEEK_SLOTS)
+		return;
+	p = &bcfs_peeks[slot];
+	pthread_mutex_lock(&bcfs_peek_lock);
+	if (p->taken)
+		bcfs_peek_free(p);
+	pthread_mutex_unlock(&bcfs_peek_lock);
+}
+
+void bcfs_peek_fill(int slot, uint64_t fh, uint64_t ngen, uint64_t wgen,
+		    const void *data, uint32_t len)
+{
+	struct bcfs_peek *p = &bcfs_peeks[slot];
+
+	if (len > BCP_OPEN_PEEK_MAX) {
+		bcfs_peek_put(slot);
+		return;
+	}
+	/* the slot is this thread's until ready is set */
+	memcpy(p->buf, data, len);
+	pthread_mutex_lock(&bcfs_peek_lock);
+	p->fh = fh;
+	p->ngen = ngen;
+	p->wgen = wgen;
+	p->len = len;
+	p->ready = 1;
+	__atomic_add_fetch(&bcfs_peek_ready, 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&bcfs_peek_lock);
+}
+
+static struct bcfs_peek *bcfs_peek_find(uint64_t fh)
+{
+	int i;
+
+	for (i = 0; i < BCFS_PEEK_SLOTS; i++)
+		if (bcfs_peeks[i].taken && bcfs_peeks[i].fh == fh)
+			return &bcfs_peeks[i];
+	return NULL;
+}
+
+int bcfs_peek_read(fuse_req_t req, uint64_t fh, size_t size, off_t off)
+{
+	struct bcfs_peek *p;
+	size_t n = 0;
+
+	if (!__atomic_load_n(&bcfs_peek_ready, __ATOMIC_ACQUIRE) || off < 0)
+		return 0;
+	pthread_mutex_lock(&bcfs_peek_lock);
+	p = bcfs_peek_find(fh);
+	if (p && !p->ready)
+		p = NULL;
+	if (p && (p->ngen != bcfs_notify_gen() ||
+		  p->wgen != bcfs_peek_wgen())) {
+		/* the file may have changed since: the agent's turn */
+		bcfs_peek_unready(p);
+		p = NULL;
+	}
+	pthread_mutex_unlock(&bcfs_peek_lock);
+	if (!p)
+		return 0;
+	if ((uint64_t)off < p->len) {
+		n = p->len - (size_t)off;
+		if (n > size)
+			n = size;
+	}
+	fuse_reply_buf(req, (const char *)p->buf + (n ? off : 0), n);
+	return 1;
+}
+
+void bcfs_peek_release(uint64_t fh)
+{
+	struct bcfs_peek *p;
+
+	if (!fh || !__atomic_load_n(&bcfs_peek_taken, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&bcfs_peek_lock);
+	p = bcfs_peek_find(fh);
+	if (p)
+		bcfs_peek_free(p);
+	pthread_mutex_unlock(&bcfs_peek_lock);
+}
+
+void bcfs_peek_fini(void)
+{
+	int i;
+
+	for (i = 0; i < BCFS_PEEK_SLOTS; i++) {
+		free(bcfs_peeks[i].buf);
+		bcfs_peeks[i].buf = NULL;
+	}
+}

@@ -1,0 +1,237 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# trips.sh - what saves round trips to the agent stays right (protocol
+# version 3).  Two mounts of one agent, default options; mount 1 counts
+# its requests (-o metrics):
+#   - a directory mount 1 changes answers the kernel's GETATTR from the
+#     change's reply (fs/dattr.c): 100 unlinks cost a few GETATTRs, not
+#     100, and stat shows the directory as the store has it, after every
+#     kind of change; a change mount 2 or the store makes is seen within
+#     a second (cephfs: the store's sweep);
+#   - a small file is read with its open (fs/peek.c): reading files of
+#     0 to 70 KiB back through a cold cache gives their bytes, with one
+#     read request per file over 64 KiB and none for the others;
+#   - the bytes an open brought are not served once the file changed: by
+#     a direct write, a hole punched or a truncate of this mount through
+#     another descriptor (at once), or by mount 2 (within a second).
+. "$(dirname "$0")/lib.sh"
+bcf_init
+command -v python3 >/dev/null 2>&1 || bcf_skip "python3 is missing"
+[ -w /proc/sys/vm/drop_caches ] ||
+	bcf_skip "not root: the kernel's caches cannot be dropped"
+
+case $BCF_TRANSPORT in
+shm)
+	listen=unix:$BCF_TMP/agent.sock
+	agent_args=()
+	opts=transport=shm
+	;;
+*)
+	BCF_SECRET=$BCF_TMP/secret
+	bcf_secret "$BCF_SECRET"
+	BCF_PORT=$(bcf_free_port) || bcf_hard "python3 found no free port"
+	listen=tcp://127.0.0.1:$BCF_PORT
+	agent_args=(--secret-file "$BCF_SECRET" --squash none)
+	opts=transport=$BCF_TRANSPORT,secret_file=$BCF_SECRET
+	;;
+esac
+bcf_start_agent "$BCF_BACK" "$listen" "${agent_args[@]}" ||
+	bcf_fail "bluecache-agent did not become ready"
+m1=$BCF_MNT
+m2=$BCF_TMP/m2
+bcf_mount_counted "$listen" "$opts"
+bcf_mount_extra m2 "$listen" "$opts" || bcf_fail "mount 2 did not come up"
+store_within=1
+[ "${BCF_STORE:-posix}" = cephfs ] && store_within=30
+
+PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=$top_srcdir/tests/fs \
+	timeout 300 python3 - "$m1" "$m2" \
+	"$BCF_BACK" "$BCF_METRICS_PORT" "$store_within" <<'PY' ||
+	bcf_fail "see above"
+import ctypes, errno, mmap, os, sys, time
+from fscheck import fail, within
+import fscheck
+
+m1, m2, back, port, store_within = sys.argv[1:6]
+store_within = float(store_within)
+
+def requests(op):
+    return fscheck.requests(port, op)
+
+def drop_caches():
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+
+def same_dir(what, path, rel):
+    """stat of path (through a mount) as the store has rel"""
+    a, b = os.stat(path), os.stat(os.path.join(back, rel))
+    got = (a.st_nlink, a.st_mtime_ns, a.st_ctime_ns, a.st_mode)
+    want = (b.st_nlink, b.st_mtime_ns, b.st_ctime_ns, b.st_mode)
+    if got != want:
+        fail("%s: the mount says nlink, mtime, ctime, mode %s, the store "
+             "%s" % (what, got, want))
+
+def content(i):
+    n = i * 350                  # 0 .. 69650 bytes: both sides of 64 KiB
+    return (b"%06d:" % i * (n // 7 + 1))[:n]
+
+# --- a directory changed here answers GETATTR itself ---------------------
+d = m1 + "/d"
+os.mkdir(d)
+N = 100
+for i in range(N):
+    with open("%s/f%03d" % (d, i), "wb") as f:
+        f.write(b"x")
+same_dir("after %d creates" % N, d, "d")
+g0 = requests("getattr")
+for i in range(N):
+    os.unlink("%s/f%03d" % (d, i))
+    os.stat(d)
+g = requests("getattr") - g0
+print("GETATTRs for %d unlinks, each followed by a stat of the directory:"
+      " %d" % (N, g))
+if g > N // 10:
+    fail("%d GETATTRs for %d unlinks in a directory changed here" % (g, N))
+same_dir("after %d unlinks" % N, d, "d")
+os.mkdir(d + "/sub")
+same_dir("after mkdir", d, "d")
+os.symlink("t", d + "/sym")
+same_dir("after symlink", d, "d")
+os.mkfifo(d + "/fifo")
+same_dir("after mknod", d, "d")
+with open(d + "/a", "w") as f:
+    f.write("a")
+os.link(d + "/a", d + "/sub/l")
+same_dir("after link", d + "/sub", "d/sub")
+os.rename(d + "/a", d + "/sub/b")
+same_dir("after rename, the old directory", d, "d")
+same_dir("after rename, the new directory", d + "/sub", "d/sub")
+os.rename(d + "/sub/b", d + "/a")
+same_dir("after rename back", d, "d")
+for n in ("sym", "fifo", "sub/l"):
+    os.unlink(d + "/" + n)
+os.rmdir(d + "/sub")
+same_dir("after rmdir", d, "d")
+try:
+    os.rmdir(d + "/sub")
+    fail("rmdir of a missing directory succeeded")
+except FileNotFoundError:
+    pass
+same_dir("after a failed rmdir", d, "d")
+# another mount's change: its mtime within a second
+before = os.stat(d).st_mtime_ns
+time.sleep(0.02)
+with open(m2 + "/d/other", "w") as f:
+    f.write("o")
+within("a directory mount 2 changed shows its new mtime",
+       lambda: os.stat(d).st_mtime_ns != before and
+       os.stat(d).st_mtime_ns == os.stat(back + "/d").st_mtime_ns, 1.0)
+os.unlink(d + "/a")
+before = os.stat(d).st_mtime_ns
+time.sleep(0.02)
+with open(back + "/d/store", "w") as f:
+    f.write("s")
+within("a directory the store changed shows its new mtime",
+       lambda: os.stat(d).st_mtime_ns != before, store_within)
+
+# --- small files come with their open -------------------------------------
+s = m1 + "/small"
+os.mkdir(s)
+M = 200
+for i in range(M):
+    with open("%s/f%03d" % (s, i), "wb") as f:
+        f.write(content(i))
+drop_caches()
+r0, o0 = requests("read"), requests("open")
+for i in range(M):
+    with open("%s/f%03d" % (s, i), "rb") as f:
+        got = f.read()
+    if got != content(i):
+        fail("small/f%03d: %d bytes read back, %d written" %
+             (i, len(got), len(content(i))))
+big = sum(1 for i in range(M) if len(content(i)) > 65536)
+r, o = requests("read") - r0, requests("open") - o0
+print("%d files read back (%d over 64 KiB): %d OPENs, %d reads" %
+      (M, big, o, r))
+if o != M:
+    fail("%d OPENs for %d files" % (o, M))
+if r > big + 5:
+    fail("%d reads for %d files, %d over 64 KiB" % (r, M, big))
+# mmap takes the same path
+drop_caches()
+with open(s + "/f100", "rb") as f:
+    with mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as mm:
+        if mm[:] != content(100):
+            fail("mmap of small/f100 read other bytes")
+
+cases = 0
+
+def changed_after_open(what, change, want, bound=0):
+    """open for reading (the bytes come), change, read: the new bytes"""
+    global cases
+    cases += 1
+    p = s + "/c%d" % cases
+    with open(p, "wb") as f:
+        f.write(b"o" * 4096)
+    drop_caches()
+    r0 = requests("read")
+    fd = os.open(p, os.O_RDONLY)
+    # the bytes came with the open: reading them asks nothing
+    if os.pread(fd, 1, 0) != b"o" or requests("read") != r0:
+        fail("%s: the first byte did not come with the open" % what)
+    try:
+        change(p)
+        if bound:
+            within(what, lambda: os.pread(fd, 8192, 0) == want, bound)
+        else:
+            got = os.pread(fd, 8192, 0)
+            if got != want:
+                fail("%s: read %r... (%d bytes)" % (what, got[:8], len(got)))
+    finally:
+        os.close(fd)
+
+def direct_write(p):
+    fd = os.open(p, os.O_WRONLY | os.O_DIRECT)
+    buf = mmap.mmap(-1, 4096)
+    buf.write(b"n" * 4096)
+    try:
+        os.pwrite(fd, buf, 0)
+    finally:
+        os.close(fd)
+        buf.close()
+
+def punch(p):
+    fd = os.open(p, os.O_WRONLY)
+    try:
+        # FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.fallocate(fd, 3, ctypes.c_long(0), ctypes.c_long(4096)):
+            e = ctypes.get_errno()
+            raise OSError(e, os.strerror(e))
+    finally:
+        os.close(fd)
+
+def truncate(p):
+    os.truncate(p, 0)
+    os.truncate(p, 4096)
+
+def from_m2(p):
+    with open(m2 + "/small/" + os.path.basename(p), "r+b") as f:
+        f.write(b"2" * 4096)
+
+changed_after_open("a direct write through another descriptor",
+                   direct_write, b"n" * 4096)
+try:
+    changed_after_open("a hole punched through another descriptor", punch,
+                       b"\0" * 4096)
+except OSError as e:
+    if e.errno not in (errno.EOPNOTSUPP, errno.ENOSYS):
+        raise
+    print("no hole punching here: %s" % e)
+changed_after_open("a truncate by path", truncate, b"\0" * 4096)
+changed_after_open("a write through mount 2 is read", from_m2,
+                   b"2" * 4096, 1.0)
+sys.exit(fscheck.status())
+PY
+echo PASS
