@@ -532,6 +532,15 @@ bcf_cleanup()
 		if ! bcf_check_logs; then
 			[ $rc -eq 0 ] || [ $rc -eq 77 ] && rc=1
 		fi
+		# a failure's test log shows what the daemon and agent said
+		if [ $rc -ne 0 ] && [ $rc -ne 77 ]; then
+			local f
+			for f in "$BCF_TMP"/fs.log "$BCF_TMP"/agent.log; do
+				[ -s "$f" ] || continue
+				echo "---- last lines of ${f##*/}" >&2
+				tail -n 40 "$f" >&2
+			done
+		fi
 		if [ $rc -ne 0 ] && [ $rc -ne 77 ] && [ -n "${BCF_KEEP:-}" ]; then
 			echo "keeping $BCF_TMP" >&2
 		else

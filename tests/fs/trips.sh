@@ -47,8 +47,7 @@ store_within=1
 
 PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=$top_srcdir/tests/fs \
 	timeout 300 python3 - "$m1" "$m2" \
-	"$BCF_BACK" "$BCF_METRICS_PORT" "$store_within" <<'PY' ||
-	bcf_fail "see above"
+	"$BCF_BACK" "$BCF_METRICS_PORT" "$store_within" <<'PY' || bcf_fail "see above"
 import ctypes, errno, mmap, os, sys, time
 from fscheck import fail, within
 import fscheck
