@@ -32,7 +32,7 @@ def within(what, check, bound):
         except OSError:
             pass
         if time.monotonic() - t0 > bound:
-            fail("%s: not within %.0f s" % (what, bound))
+            fail("%s: not within %.1f s" % (what, bound))
             return False
         time.sleep(0.01)
 

@@ -67,32 +67,18 @@ fi
 grep -q 'tells of changes' "$BCF_TMP/fs.log" ||
 	bcf_fail "the mount did not say whether its agent tells of changes"
 
-timeout 60 python3 - "$m1" "$m2" <<'PY' || bcf_fail "see above"
+PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=$top_srcdir/tests/fs \
+	timeout 60 python3 - "$m1" "$m2" <<'PY' || bcf_fail "see above"
 import errno, os, stat, sys, time
+from fscheck import fail
+import fscheck
 
 m1, m2 = sys.argv[1], sys.argv[2]
 WITHIN = 1.0
-failed = 0
-
-def fail(what):
-    global failed
-    print("FAIL: " + what, file=sys.stderr)
-    failed += 1
 
 def within(what, check):
     """check() true within WITHIN seconds, polled every 10 ms"""
-    t0 = time.monotonic()
-    while True:
-        try:
-            if check():
-                print("%s: %.3f s" % (what, time.monotonic() - t0))
-                return True
-        except OSError:
-            pass
-        if time.monotonic() - t0 > WITHIN:
-            fail("%s: not within %.1f s" % (what, WITHIN))
-            return False
-        time.sleep(0.01)
+    return fscheck.within(what, check, WITHIN)
 
 def put(path, data, flags=os.O_WRONLY | os.O_CREAT | os.O_TRUNC):
     fd = os.open(path, flags, 0o644)
@@ -179,7 +165,7 @@ os.rename(m1 + "/g.new", m1 + "/g")
 within("a name renamed over reads the new file",
        lambda: read(m2 + "/g") == b"replaced\n")
 
-sys.exit(1 if failed else 0)
+sys.exit(fscheck.status())
 PY
 
 # missed while no agent ran: told by nobody, dropped after the reconnect
