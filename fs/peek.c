@@ -124,8 +124,10 @@ void bcfs_peek_fill(int slot, uint64_t fh, uint64_t ngen, uint64_t wgen,
 		bcfs_peek_put(slot);
 		return;
 	}
-	/* the slot is this thread's until ready is set */
-	memcpy(p->buf, data, len);
+	/* the slot is this thread's until ready is set; an empty file's
+	 * data may be NULL */
+	if (len)
+		memcpy(p->buf, data, len);
 	pthread_mutex_lock(&bcfs_peek_lock);
 	p->fh = fh;
 	p->ngen = ngen;
