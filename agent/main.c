@@ -67,7 +67,7 @@ struct agent_config agent_cfg = {
 	.completion = BCP_XSRV_CQ_ADAPTIVE,
 	.poll_usec = 20,
 	.inline_max = 1u << 20,
-	.spin_usec = 0,
+	.spin_usec = 50,
 	.meta_io = AGENT_META_SYNC,
 	.squash = AGENT_SQUASH_ROOT,
 	.anon_uid = 65534,
@@ -154,7 +154,8 @@ static const char usage_text[] =
 "                            file and host memory on the worker thread\n"
 "                            (default 1M, 0 = always through io_uring)\n"
 "      --spin-usec N         after serving a request, poll N microseconds\n"
-"                            for the next before sleeping (default 0: off)\n"
+"                            for the next before sleeping, only while a\n"
+"                            CPU is idle (default 50, 0: off)\n"
 "      --meta-io MODE        metadata operations: sync (system calls on the\n"
 "                            worker thread, the default) or uring (through\n"
 "                            the worker's io_uring)\n"
