@@ -19,9 +19,13 @@
  *
  * BCFS_PEEK_SLOTS descriptors hold bytes at once, BCP_OPEN_PEEK_MAX each
  * (allocated at first use and kept: 4 MiB at most); an open that finds
- * none free does not ask.  A slot is given back at RELEASE.  A READ uses
- * its slot's bytes without the lock: the slot is its descriptor's until
- * RELEASE, which the kernel sends once no READ of it is in progress.
+ * none free does not ask.  A slot is given back once a READ reached the
+ * end of the file (the kernel's page cache has it then), once the bytes
+ * may be old, or at RELEASE, whichever comes first: the kernel sends
+ * RELEASE late on a busy machine, and a loop of small reads would find
+ * every slot held by files it closed long ago.  A READ copies from the
+ * slot's bytes without the lock; the slot counts it (readers), and is
+ * given back only when none is left.
  */
 #include "config.h"
 
@@ -34,7 +38,8 @@
 
 struct bcfs_peek {
 	int taken;
-	int ready;		/* bytes held for fh */
+	int ready;		/* bytes held for fh, to be served */
+	unsigned int readers;	/* READs copying from buf */
 	uint64_t fh;		/* 0 until the OPEN was answered */
 	uint64_t ngen;		/* bcfs_notify_gen() when the OPEN went out */
 	uint64_t wgen;		/* bcfs_peek_wgen() then */
@@ -102,6 +107,14 @@ static void bcfs_peek_free(struct bcfs_peek *p)
 	__atomic_sub_fetch(&bcfs_peek_taken, 1, __ATOMIC_RELEASE);
 }
 
+/* A filled slot that serves no more and that no READ uses goes back. */
+static void bcfs_peek_done(struct bcfs_peek *p)
+{
+	bcfs_peek_unready(p);
+	if (p->taken && p->fh && !p->readers)
+		bcfs_peek_free(p);
+}
+
 void bcfs_peek_put(int slot)
 {
 	struct bcfs_peek *p;
@@ -162,18 +175,27 @@ int bcfs_peek_read(fuse_req_t req, uint64_t fh, size_t size, off_t off)
 	if (p && (p->ngen != bcfs_notify_gen() ||
 		  p->wgen != bcfs_peek_wgen())) {
 		/* the file may have changed since: the agent's turn */
-		bcfs_peek_unready(p);
+		bcfs_peek_done(p);
 		p = NULL;
+	}
+	if (p) {
+		p->readers++;
+		if ((uint64_t)off < p->len) {
+			n = p->len - (size_t)off;
+			if (n > size)
+				n = size;
+		}
 	}
 	pthread_mutex_unlock(&bcfs_peek_lock);
 	if (!p)
 		return 0;
-	if ((uint64_t)off < p->len) {
-		n = p->len - (size_t)off;
-		if (n > size)
-			n = size;
-	}
 	fuse_reply_buf(req, (const char *)p->buf + (n ? off : 0), n);
+	pthread_mutex_lock(&bcfs_peek_lock);
+	p->readers--;
+	/* up to the end: the kernel holds the pages now */
+	if ((uint64_t)off + n >= p->len || !p->ready)
+		bcfs_peek_done(p);
+	pthread_mutex_unlock(&bcfs_peek_lock);
 	return 1;
 }
 
@@ -186,7 +208,7 @@ void bcfs_peek_release(uint64_t fh)
 	pthread_mutex_lock(&bcfs_peek_lock);
 	p = bcfs_peek_find(fh);
 	if (p)
-		bcfs_peek_free(p);
+		bcfs_peek_done(p);	/* or its last reader, later */
 	pthread_mutex_unlock(&bcfs_peek_lock);
 }
 
