@@ -1529,6 +1529,15 @@ static int cfs_create_file(struct agent_store *bs,
 	ret = cs_name(name, r->name_len, cname);
 	if (ret < 0)
 		return ret;
+	/* no room for one more open file: fail before the name is made */
+	pthread_mutex_lock(&s->lock);
+	ret = s->live_files >= cs_max_files() ? -EMFILE : 0;
+	pthread_mutex_unlock(&s->lock);
+	if (ret < 0) {
+		agent_warn_rl("open file limit (%u per session) reached",
+			      cs_max_files());
+		return ret;
+	}
 	ret = cs_dir_get(s, r->parent, &p);
 	if (ret < 0)
 		return ret;

@@ -1226,6 +1226,15 @@ static int posix_create_file(struct agent_store *bs,
 	uint64_t fh;
 	int fd, pfd, dfd, ret, made = 0;
 
+	/*
+	 * No room for one more open file: fail before the name is made, as
+	 * open(2) fails with EMFILE before it creates anything.
+	 */
+	if (s->live_files >= store_max_files()) {
+		agent_warn_rl("open file limit (%u per session) reached",
+			      store_max_files());
+		return -EMFILE;
+	}
 	dfd = store_dir_entry(s, r->parent, name, r->name_len, cname, &p);
 	if (dfd < 0)
 		return dfd;
