@@ -466,6 +466,24 @@ int agent_fid_seal(int fd, uint8_t fid[BCP_FID_LEN])
 	return 0;
 }
 
+int agent_fid_names(const uint8_t fid[BCP_FID_LEN], int fd)
+{
+	union res_fh u;
+	uint32_t t;
+	int mnt;
+
+	if (agent_fid_zero(fid))
+		return -EOPNOTSUPP;
+	u.fh.handle_bytes = RES_FH_MAX;
+	if (name_to_handle_at(fd, "", &u.fh, &mnt, AT_EMPTY_PATH) < 0)
+		return -errno;
+	t = (uint32_t)u.fh.handle_type;
+	return fid[1] == u.fh.handle_bytes && fid[4] == (uint8_t)t &&
+	       fid[5] == (uint8_t)(t >> 8) && fid[6] == (uint8_t)(t >> 16) &&
+	       fid[7] == (uint8_t)(t >> 24) &&
+	       !memcmp(fid + 8, u.fh.f_handle, u.fh.handle_bytes);
+}
+
 /* Constant time: a forger learns nothing from how long a refusal took. */
 static int res_mac_equal(const uint8_t *a, const uint8_t *b, size_t len)
 {

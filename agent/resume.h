@@ -48,6 +48,13 @@ int agent_resume_handles(void);
  * handles, a handle too long for the fid).
  */
 int agent_fid_seal(int fd, uint8_t fid[BCP_FID_LEN]);
+/*
+ * 1 when fid (one agent_fid_seal() made) names the object behind fd, 0
+ * when another one (an inode number the file system gave out again
+ * after the fid's object was removed: the handle's generation differs),
+ * or -errno when it cannot tell (fid all zeros, no handle for fd).
+ */
+int agent_fid_names(const uint8_t fid[BCP_FID_LEN], int fd);
 /* 1 when fid is all zeros (it names nothing). */
 int agent_fid_zero(const uint8_t fid[BCP_FID_LEN]);
 /*

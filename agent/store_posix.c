@@ -591,13 +591,41 @@ static void store_entry_fill(const struct store_node *n,
 }
 
 /*
+ * 1 when node n, found under the inode number of x (the object behind
+ * fd), names another object: n's was removed, and with no descriptor
+ * holding it the file system gave its number to x's.  A node with a
+ * descriptor keeps its inode, and so its number; one without has a fid
+ * whose file handle carries the inode's generation.
+ */
+static int store_node_stale(const struct store_node *n,
+			    const struct statx *x, int fd)
+{
+	if (n->fd >= 0)
+		return 0;
+	if (n->mode != (x->stx_mode & S_IFMT))
+		return 1;
+	return agent_fid_names(n->fid, fd) == 0;
+}
+
+/*
+ * A stale node leaves the by-(dev, ino) table: its handle still counts the
+ * host's lookups until it forgets them, and every request on it is ESTALE.
+ */
+static void store_node_retire(struct store_node *n)
+{
+	agent_notify_unhold(&n->hold);
+	n->dead = 1;
+	n->inext = NULL;
+}
+
+/*
  * Take a lookup reference on the inode behind fd (an O_PATH fd whose
  * ownership moves here): the existing node, or a new one.
  */
 static int store_node_get(struct posix_store *s, int fd,
 			  struct bcp_entry *out)
 {
-	struct store_node *n;
+	struct store_node *n, **pp;
 	struct statx x;
 	uint64_t dev;
 	int ret;
@@ -608,10 +636,17 @@ static int store_node_get(struct posix_store *s, int fd,
 		return ret;
 	}
 	dev = makedev(x.stx_dev_major, x.stx_dev_minor);
-	for (n = s->by_ino[store_hash(s, (dev << 32) ^ x.stx_ino)]; n;
-	     n = n->inext) {
-		if (n->ino == x.stx_ino && n->dev == dev)
+	pp = &s->by_ino[store_hash(s, (dev << 32) ^ x.stx_ino)];
+	while ((n = *pp)) {
+		if (n->ino != x.stx_ino || n->dev != dev) {
+			pp = &n->inext;
+			continue;
+		}
+		if (!store_node_stale(n, &x, fd))
 			break;
+		/* a removed object's number, given out again */
+		*pp = n->inext;
+		store_node_retire(n);
 	}
 	if (n) {
 		/* a fresh descriptor is as good as a reopened one */

@@ -330,7 +330,8 @@ bcf_pid_gone()
 	! kill -0 "$1" 2>/dev/null
 }
 
-# bcf_agent_tcp: start the tcp agent for $BCF_BACK; sets BCF_PORT, BCF_SECRET
+# bcf_agent_tcp [AGENT OPTION]...: start the tcp agent for $BCF_BACK; sets
+# BCF_PORT, BCF_SECRET
 bcf_agent_tcp()
 {
 	local try
@@ -342,7 +343,8 @@ bcf_agent_tcp()
 		# a trusted host: root's ids are stored as root's, so
 		# the suite sees the ownership a local file system keeps
 		bcf_start_agent "$BCF_BACK" "tcp://127.0.0.1:$BCF_PORT" \
-			--secret-file "$BCF_SECRET" --squash none && return 0
+			--secret-file "$BCF_SECRET" --squash none "$@" &&
+			return 0
 	done
 	cat "$BCF_TMP/agent.log" >&2
 	bcf_fail "bluecache-agent did not become ready"
