@@ -83,13 +83,14 @@
 #define CS_SWEEP_DIRS		100
 #define CS_SNAP_MAX		4096	/* names remembered per directory */
 #define CS_SELF_MAX		32	/* own names remembered per sweep */
+#define CS_SELF_ANY		UINT64_MAX /* what an own name names: unknown */
 
 struct cs_watch;
 struct ceph_backend;
 static void cs_watch_hold(struct ceph_backend *cb, uint64_t ino, Inode *in);
 static void cs_watch_unhold(struct ceph_backend *cb, uint64_t ino);
 static void cs_watch_self(struct ceph_backend *cb, uint64_t ino,
-			  const char *name);
+			  const char *name, uint64_t now);
 static void cs_watch_name(struct ceph_backend *cb, uint64_t dir,
 			  const char *name, uint64_t ino);
 static void cs_dio_put(struct ceph_backend *cb, uint64_t ino);
@@ -432,24 +433,28 @@ static void cs_pub_inode(struct ceph_store *s, uint64_t ino, int64_t off,
 		.offset = off, .length = len,
 	};
 
-	cs_watch_self(s->cb, ino, NULL);
+	cs_watch_self(s->cb, ino, NULL, 0);
 	agent_notify_publish(s->ns, &c);
 }
 
-/* name in parent changed: ENTRY (obj, when known, too) or DELETE. */
+/*
+ * name in parent changed: ENTRY (obj, when known, too) or DELETE.  now:
+ * what the name names after the change, 0 nothing, CS_SELF_ANY unknown
+ * (the sweep tells apart another client's change under the same name).
+ */
 static void cs_pub_name(struct ceph_store *s, uint32_t kind,
 			const struct ceph_node *parent, const char *name,
-			uint64_t ino)
+			uint64_t ino, uint64_t now)
 {
 	struct agent_change c = {
 		.kind = kind, .parent = cs_obj(s, parent->ino),
 		.name = name, .len = strlen(name),
 	};
 
-	cs_watch_self(s->cb, parent->ino, name);
+	cs_watch_self(s->cb, parent->ino, name, now);
 	if (ino) {
 		c.obj = cs_obj(s, ino);
-		cs_watch_self(s->cb, ino, NULL);
+		cs_watch_self(s->cb, ino, NULL, 0);
 	}
 	agent_notify_publish(s->ns, &c);
 }
@@ -477,12 +482,16 @@ static void cs_pub_peek(struct ceph_store *s, const struct ceph_node *parent,
 	*nlink = S_ISDIR(x.stx_mode) ? 1 : x.stx_nlink;
 }
 
-/* A holder's kernel takes DELETE as the end of the object (store_posix.c). */
+/*
+ * A holder's kernel takes DELETE as the end of the object (store_posix.c).
+ * now: what the name names afterwards (cs_pub_name()).
+ */
 static void cs_pub_gone(struct ceph_store *s, const struct ceph_node *parent,
-			const char *name, uint64_t ino, uint32_t nlink)
+			const char *name, uint64_t ino, uint32_t nlink,
+			uint64_t now)
 {
 	cs_pub_name(s, nlink == 1 ? BCP_NOTIFY_DELETE : BCP_NOTIFY_ENTRY,
-		    parent, name, ino);
+		    parent, name, ino, now);
 }
 
 static void cs_attr_fill(const struct ceph_statx *x, struct bcp_attr *a)
@@ -1578,7 +1587,7 @@ static int cfs_create_file(struct agent_store *bs,
 		goto out_close;
 	/* the entry is there: it is news even if what follows fails */
 	if (made)
-		cs_pub_name(s, BCP_NOTIFY_ENTRY, p, cname, 0);
+		cs_pub_name(s, BCP_NOTIFY_ENTRY, p, cname, 0, n->ino);
 	else if (flags & O_TRUNC)
 		cs_pub_inode(s, n->ino, 0, 0);
 	ret = cs_file_new(s, cfh, NULL, dio_ino, n, 0, &fh);
@@ -1615,7 +1624,7 @@ static int cs_made(struct ceph_store *s, struct ceph_node *p,
 	int ret;
 
 	/* the name is made: news for the directory's holders */
-	cs_pub_name(s, BCP_NOTIFY_ENTRY, p, cname, 0);
+	cs_pub_name(s, BCP_NOTIFY_ENTRY, p, cname, 0, x->stx_ino);
 	ret = cs_own_new(s, p, in, x, uid, gid, mode);
 	if (ret < 0) {
 		ceph_ll_put(s->cm, in);
@@ -1764,7 +1773,7 @@ static int cfs_link(struct agent_store *bs, const struct bcp_link_req *r,
 	ret = ceph_ll_link(s->cm, n->in, p->in, cname, s->cb->perms);
 	if (ret == 0) {
 		/* a new name, and the object's link count */
-		cs_pub_name(s, BCP_NOTIFY_ENTRY, p, cname, n->ino);
+		cs_pub_name(s, BCP_NOTIFY_ENTRY, p, cname, n->ino, n->ino);
 		ret = cs_lookup_in(s, p, cname, out, NULL);
 	}
 	cs_node_put(s, p);
@@ -1794,7 +1803,7 @@ static int cfs_unlink(struct agent_store *bs, uint64_t parent,
 	else
 		ret = ceph_ll_unlink(s->cm, p->in, cname, s->cb->perms);
 	if (ret == 0)
-		cs_pub_gone(s, p, cname, child, nlink);
+		cs_pub_gone(s, p, cname, child, nlink, 0);
 	cs_node_put(s, p);
 	return ret;
 }
@@ -1823,7 +1832,7 @@ static int cfs_rename(struct agent_store *bs, const struct bcp_rename_req *r,
 	struct ceph_store *s = (struct ceph_store *)bs;
 	struct ceph_node *p, *np;
 	char cname[256], cnew[256];
-	uint64_t moved, target;
+	uint64_t moved, target, now;
 	uint32_t nlink, tlink;
 	struct ceph_statx x;
 	Inode *in;
@@ -1870,11 +1879,12 @@ static int cfs_rename(struct agent_store *bs, const struct bcp_rename_req *r,
 	if (ret == 0 && p->ino != np->ino)
 		cs_rename_source(s, p);
 	if (ret == 0) {
-		cs_pub_name(s, BCP_NOTIFY_ENTRY, p, cname, moved);
+		now = moved ? moved : CS_SELF_ANY;
+		cs_pub_name(s, BCP_NOTIFY_ENTRY, p, cname, moved, 0);
 		if (!target)
-			cs_pub_name(s, BCP_NOTIFY_ENTRY, np, cnew, 0);
+			cs_pub_name(s, BCP_NOTIFY_ENTRY, np, cnew, 0, now);
 		else
-			cs_pub_gone(s, np, cnew, target, tlink);
+			cs_pub_gone(s, np, cnew, target, tlink, now);
 	}
 out_np:
 	cs_node_put(s, np);
@@ -2752,10 +2762,12 @@ static int cfs_backend_statfs(struct agent_backend *b,
  *
  * Our own sessions publish what they change themselves (cs_pub_*), and
  * mark it here (cs_watch_self()): a change the sweep finds on an object
- * marked since the last sweep is not published again, and of a
- * directory's names only those not marked are.  A change another client
- * makes to the same object in the same sweep is then told only by what
- * the host's timeouts bound.
+ * marked since the last sweep is not published again.  A directory's
+ * names are marked with what they name since (an object, or nothing):
+ * a name the sweep finds naming something else is published all the
+ * same (another client replaced what our session had just made there).
+ * A change another client makes to a marked object's attributes in the
+ * same sweep is told only by what the host's timeouts bound.
  *
  * Locks: watch_lock is taken under a session's lock (cs_watch_hold()
  * from cs_node_link()) and held while publishing (notify's stripe
@@ -2778,10 +2790,15 @@ struct cs_watch {
 	int isdir;			/* swept by the directories' sweeper */
 	struct cs_name *names;
 	size_t nnames;
-	/* our sessions changed it since the last sweep */
+	/*
+	 * Our sessions changed it since the last sweep: the object, and
+	 * these names in it, each with what it names since (self_now: 0
+	 * nothing, CS_SELF_ANY unknown); self_all: more names than that.
+	 */
 	int self, self_all;
 	unsigned int nself;
 	char *self_names[CS_SELF_MAX];
+	uint64_t self_now[CS_SELF_MAX];
 };
 
 static struct cs_watch **cs_watch_slot(struct ceph_backend *cb,
@@ -2935,11 +2952,15 @@ out:
 	pthread_mutex_unlock(&cb->watch_lock);
 }
 
-/* Our session changed ino (name in it, when not NULL): not news. */
+/*
+ * Our session changed ino (name in it, when not NULL, which names now
+ * since: 0 nothing, CS_SELF_ANY unknown): not news.
+ */
 static void cs_watch_self(struct ceph_backend *cb, uint64_t ino,
-			  const char *name)
+			  const char *name, uint64_t now)
 {
 	struct cs_watch *w;
+	unsigned int i;
 	char *d;
 
 	if (!cb->watch)
@@ -2948,18 +2969,33 @@ static void cs_watch_self(struct ceph_backend *cb, uint64_t ino,
 	w = *cs_watch_slot(cb, ino);
 	if (w) {
 		w->self = 1;
+		for (i = 0; name && !w->self_all && i < w->nself; i++) {
+			if (!strcmp(w->self_names[i], name)) {
+				w->self_now[i] = now;
+				name = NULL;
+			}
+		}
 		if (name && !w->self_all) {
 			d = w->nself < CS_SELF_MAX ? strdup(name) : NULL;
-			if (d)
+			if (d) {
+				w->self_now[w->nself] = now;
 				w->self_names[w->nself++] = d;
-			else
+			} else {
 				w->self_all = 1;
+			}
 		}
 	}
 	pthread_mutex_unlock(&cb->watch_lock);
 }
 
-static int cs_self_named(const struct cs_watch *w, const char *name)
+/*
+ * 1 when our sessions left name naming ino (0: nothing), or changed it
+ * in a way not remembered: what the sweep finds there is then our own.
+ * Another client that replaced our object under the same name in the
+ * same sweep is news all the same.
+ */
+static int cs_self_named(const struct cs_watch *w, const char *name,
+			 uint64_t ino)
 {
 	unsigned int i;
 
@@ -2967,7 +3003,8 @@ static int cs_self_named(const struct cs_watch *w, const char *name)
 		return 1;
 	for (i = 0; i < w->nself; i++)
 		if (!strcmp(w->self_names[i], name))
-			return 1;
+			return w->self_now[i] == CS_SELF_ANY ||
+			       w->self_now[i] == ino;
 	return 0;
 }
 
@@ -3082,16 +3119,17 @@ static void cs_diff(struct ceph_backend *cb, const struct cs_watch *w,
 	while (i < on || j < nn) {
 		c = i == on ? 1 : j == nn ? -1 :
 		    strcmp(ov[i].name, nv[j].name);
-		if (c < 0 && !cs_self_named(w, ov[i].name)) {
+		if (c < 0 && !cs_self_named(w, ov[i].name, 0)) {
 			atomic_fetch_add(&cb->ev_sweep, 1);
 			cs_ext(cb, BCP_NOTIFY_DELETE, w->ino, ov[i].name,
 			       ov[i].ino, 0, 0);
-		} else if (c > 0 && !cs_self_named(w, nv[j].name)) {
+		} else if (c > 0 &&
+			   !cs_self_named(w, nv[j].name, nv[j].ino)) {
 			atomic_fetch_add(&cb->ev_sweep, 1);
 			cs_ext(cb, BCP_NOTIFY_ENTRY, w->ino, nv[j].name,
 			       nv[j].ino, 0, 0);
 		} else if (c == 0 && ov[i].ino != nv[j].ino &&
-			   !cs_self_named(w, nv[j].name)) {
+			   !cs_self_named(w, nv[j].name, nv[j].ino)) {
 			atomic_fetch_add(&cb->ev_sweep, 1);
 			cs_ext(cb, BCP_NOTIFY_ENTRY, w->ino, nv[j].name,
 			       ov[i].ino, 0, 0);

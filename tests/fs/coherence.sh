@@ -6,10 +6,12 @@
 #
 # A file cached here (its pages read, an open descriptor keeping the
 # inode) is appended to, overwritten in place with the same size,
-# replaced by a rename and removed; a directory already listed here gains
-# a subdirectory.  stat sees the new size, a new open reads the new bytes,
-# never the cached ones, an open descriptor reads them too, names come
-# and go.  A second mount of the same agent sees this mount's writes.
+# replaced by a rename and removed; files made here are replaced
+# elsewhere at once (within one sweep of a cephfs store); a directory
+# already listed here gains a subdirectory.  stat sees the new size, a
+# new open reads the new bytes, never the cached ones, an open
+# descriptor reads them too, names come and go.  A second mount of the
+# same agent sees this mount's writes.
 #
 # The changes are made behind the mount, in the agent's directory, when
 # the agent watches it (--watch); an agent without --watch cannot see
@@ -129,6 +131,18 @@ rm "$c/f"
 soon "a file removed elsewhere" "gone" \
 	sh -c '[ -e "$1" ] && echo there || echo gone' sh "$m/f"
 cat "$m/f" 2>/dev/null && bcf_fail "a file removed elsewhere can be read"
+
+# made here and at once replaced elsewhere: what the agent knows it made
+# under the name is not what the name names now
+for k in 1 2 3; do
+	printf 'made here\n' > "$m/g$k"
+	cat "$m/g$k" > /dev/null
+	printf 'replaced at once\n' > "$c/g$k.new"
+	mv "$c/g$k.new" "$c/g$k"
+	soon "a file made here and at once replaced elsewhere ($k)" \
+		"replaced at once" cat "$m/g$k"
+	rm "$m/g$k"
+done
 
 # made elsewhere, in a directory already listed here
 ls "$m" > /dev/null
