@@ -3146,11 +3146,39 @@ static int cs_time_ne(struct timespec a, struct timespec b)
 	return a.tv_sec != b.tv_sec || a.tv_nsec != b.tv_nsec;
 }
 
+#define CS_SWEEP_SLOW_MS	1000	/* a call slower than this is logged */
+
+static long cs_ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000L +
+	       (t.tv_nsec - t0->tv_nsec) / 1000000L;
+}
+
+/*
+ * A getattr or a listing that waited long (another client slow to give
+ * its caps back) delays what every host hears: say which object.
+ */
+static void cs_sweep_slow(const struct timespec *t0, const char *what,
+			  uint64_t ino)
+{
+	long ms = cs_ms_since(t0);
+
+	if (ms >= CS_SWEEP_SLOW_MS)
+		agent_warn_rl("store cephfs: sweep: %s of inode %#llx took "
+			      "%ld ms; changes made by other clients are "
+			      "told that much later", what,
+			      (unsigned long long)ino, ms);
+}
+
 /* Re-read ino; publish what another client changed since the last time. */
 static void cs_sweep_one(struct ceph_backend *cb, uint64_t ino)
 {
 	struct cs_name *nv = NULL;
 	struct ceph_statx x;
+	struct timespec t0;
 	struct cs_watch *w;
 	size_t nn = 0;
 	int ret, listed = 0, toobig = 0, attrs, data, was_known, dir;
@@ -3159,9 +3187,11 @@ static void cs_sweep_one(struct ceph_backend *cb, uint64_t ino)
 	/* held by a session: in the client's cache, no message */
 	if (ceph_ll_lookup_inode(cb->cm, (struct inodeno_t){ ino }, &in) < 0)
 		return;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	ret = ceph_ll_getattr(cb->cm, in, &x,
 			      CEPH_STATX_BASIC_STATS | CEPH_STATX_VERSION, 0,
 			      cb->perms);
+	cs_sweep_slow(&t0, "getattr", ino);
 	if (ret < 0)
 		goto out_put;
 	dir = S_ISDIR(x.stx_mode);
@@ -3184,7 +3214,9 @@ static void cs_sweep_one(struct ceph_backend *cb, uint64_t ino)
 	if (!w)
 		goto out_put;
 	if (listed) {
+		clock_gettime(CLOCK_MONOTONIC, &t0);
 		ret = cs_list(cb, in, &nv, &nn);
+		cs_sweep_slow(&t0, "listing", ino);
 		if (ret == -E2BIG)
 			toobig = 1;
 		else if (ret < 0)
