@@ -2561,6 +2561,40 @@ static long cs_call_readdir(struct ceph_store *s, struct agent_store_call *c)
 	return ret;
 }
 
+/*
+ * fallocate(2) that grows the file: libcephfs sets the new size without
+ * checking the file system's max_file_size (a setattr does, EFBIG), and
+ * a later truncate of a file grown to exabytes walks every object of the
+ * range in the client's memory.  Grow it by a setattr first, so the
+ * limit holds; what is left for fallocate is within the size.
+ */
+static int cs_call_fallocate(struct ceph_store *s, struct agent_store_call *c)
+{
+	struct ceph_statx x;
+	int ret;
+
+	if (!(c->mode & (FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE))) {
+		ret = ceph_ll_getattr(s->cm, c->f->node->in, &x,
+				      CEPH_STATX_SIZE, 0, s->cb->perms);
+		if (ret < 0)
+			return ret;
+		if (c->off + c->len > x.stx_size) {
+			memset(&x, 0, sizeof(x));
+			x.stx_size = c->off + c->len;
+			cs_now(&x.stx_mtime);
+			x.stx_ctime = x.stx_mtime;
+			ret = ceph_ll_setattr(s->cm, c->f->node->in, &x,
+					      CEPH_SETATTR_SIZE |
+					      CEPH_SETATTR_MTIME |
+					      CEPH_SETATTR_CTIME, s->cb->perms);
+			if (ret < 0)
+				return ret;
+		}
+	}
+	return ceph_ll_fallocate(s->cm, c->f->fh, (int)c->mode,
+				 (int64_t)c->off, (int64_t)c->len);
+}
+
 static void cfs_call_run(struct agent_store_call *c)
 {
 	struct ceph_store *s = (struct ceph_store *)c->s;
@@ -2578,8 +2612,7 @@ static void cfs_call_run(struct agent_store_call *c)
 						 c->datasync);
 		break;
 	case BCP_OP_FALLOCATE:
-		ret = ceph_ll_fallocate(s->cm, c->f->fh, (int)c->mode,
-					(int64_t)c->off, (int64_t)c->len);
+		ret = cs_call_fallocate(s, c);
 		break;
 	case BCP_OP_COPY_FILE_RANGE:
 		ret = cs_call_copy(s, c);
