@@ -1519,13 +1519,30 @@ static int cs_created_fh(struct ceph_store *s, Inode *in, uint64_t ino,
 	return 0;
 }
 
+/*
+ * The mode a new object of directory p is made with: the host's umask
+ * applies unless p has a default ACL, which the client then applies
+ * instead (as a local file system ignores the umask there).
+ */
+static uint32_t cs_new_mode(struct ceph_store *s, struct ceph_node *p,
+			    uint32_t mode, uint32_t umask)
+{
+	mode &= 07777;
+	if (!(mode & umask))
+		return mode;
+	if (ceph_ll_getxattr(s->cm, p->in, "system.posix_acl_default", NULL,
+			     0, s->cb->perms) > 0)
+		return mode;
+	return mode & ~umask;
+}
+
 static int cfs_create_file(struct agent_store *bs,
 			    const struct bcp_create_req *r, const char *name,
 			    struct bcp_create_rep *out)
 {
 	struct ceph_store *s = (struct ceph_store *)bs;
 	uint32_t flags = r->flags & CS_OPEN_FLAGS;
-	uint32_t mode = (r->mode & ~r->umask) & 07777;
+	uint32_t mode;
 	struct ceph_node *p, *n = NULL;
 	struct bcp_entry e;
 	struct ceph_statx x;
@@ -1550,6 +1567,7 @@ static int cfs_create_file(struct agent_store *bs,
 	ret = cs_dir_get(s, r->parent, &p);
 	if (ret < 0)
 		return ret;
+	mode = cs_new_mode(s, p, r->mode, r->umask);
 	/* through the cacher at first: cs_created_fh() decides */
 	ret = ceph_ll_create(s->cm, p->in, cname, mode,
 			     (int)((cs_wflags(flags) & ~(uint32_t)O_DIRECT) |
@@ -1637,7 +1655,7 @@ static int cfs_mkdir(struct agent_store *bs, const struct bcp_mkdir_req *r,
 		      const char *name, struct bcp_entry *out)
 {
 	struct ceph_store *s = (struct ceph_store *)bs;
-	uint32_t mode = (r->mode & ~r->umask) & 07777;
+	uint32_t mode;
 	struct ceph_node *p;
 	struct ceph_statx x;
 	char cname[256];
@@ -1650,6 +1668,7 @@ static int cfs_mkdir(struct agent_store *bs, const struct bcp_mkdir_req *r,
 	ret = cs_dir_get(s, r->parent, &p);
 	if (ret < 0)
 		return ret;
+	mode = cs_new_mode(s, p, r->mode, r->umask);
 	ret = ceph_ll_mkdir(s->cm, p->in, cname, mode, &in, &x, CS_WANT, 0,
 			    s->cb->perms);
 	if (ret == 0)
@@ -1662,7 +1681,7 @@ static int cfs_mknod(struct agent_store *bs, const struct bcp_mknod_req *r,
 		      const char *name, struct bcp_entry *out)
 {
 	struct ceph_store *s = (struct ceph_store *)bs;
-	uint32_t mode = (r->mode & ~r->umask) & 07777;
+	uint32_t mode;
 	struct ceph_node *p;
 	struct ceph_statx x;
 	char cname[256];
@@ -1687,6 +1706,7 @@ static int cfs_mknod(struct agent_store *bs, const struct bcp_mknod_req *r,
 	ret = cs_dir_get(s, r->parent, &p);
 	if (ret < 0)
 		return ret;
+	mode = cs_new_mode(s, p, r->mode, r->umask);
 	ret = ceph_ll_mknod(s->cm, p->in, cname, (r->mode & S_IFMT) | mode,
 			    (dev_t)r->rdev, &in, &x, CS_WANT, 0,
 			    s->cb->perms);
@@ -3067,6 +3087,17 @@ static void cs_ino_cb(void *handle, vinodeno_t ino, int64_t off,
 	cs_ext(cb, BCP_NOTIFY_INODE, 0, NULL, ino.ino.val, off, len);
 }
 
+/*
+ * The umask the client applies where a new object's directory has no
+ * default ACL: none, the host's is applied already (cs_new_mode()).  Its
+ * own default would read our handle as its mount's.
+ */
+static mode_t cs_umask_cb(void *handle)
+{
+	(void)handle;
+	return 0;
+}
+
 /* libcephfs's dentry invalidator thread: name in dirino is stale. */
 static void cs_dentry_cb(void *handle, vinodeno_t dirino, vinodeno_t ino,
 			 const char *name, size_t len)
@@ -3405,6 +3436,7 @@ static int cs_watch_start(struct ceph_backend *cb)
 		.handle = cb,
 		.ino_cb = cs_ino_cb,
 		.dentry_cb = cs_dentry_cb,
+		.umask_cb = cs_umask_cb,
 	};
 	pthread_condattr_t ca;
 	int ret = 0, i;
@@ -3620,6 +3652,13 @@ int agent_ceph_open(const struct agent_store_spec *sp,
 	ret = cs_conf_set(cb->cm, "client_mount_timeout", secs);
 	if (ret == 0)
 		ret = cs_conf_set(cb->cm, "rados_mon_op_timeout", secs);
+	/*
+	 * The hosts' kernels check POSIX ACLs: the client must keep the
+	 * mode in step with them and apply default ACLs, as a local file
+	 * system does (without it, setting one fails with EOPNOTSUPP).
+	 */
+	if (ret == 0)
+		ret = cs_conf_set(cb->cm, "client_acl_type", "posix_acl");
 	if (ret < 0)
 		goto out_release;
 	ret = ceph_init(cb->cm);

@@ -1239,6 +1239,25 @@ static void store_file_unref(struct posix_store *s, struct agent_file *f)
 }
 
 /*
+ * The mode a new object of directory dfd is made with: the host's umask
+ * applies unless the directory has a default ACL, which the backing file
+ * system then applies instead (a local file system ignores the umask
+ * there; the mount asks the kernel to leave the umask to us).
+ */
+static uint32_t store_new_mode(int dfd, uint32_t mode, uint32_t umask)
+{
+	char proc[64];
+
+	mode &= 07777;
+	if (!(mode & umask))
+		return mode;
+	store_procpath(proc, sizeof(proc), dfd);
+	if (getxattr(proc, "system.posix_acl_default", NULL, 0) > 0)
+		return mode;
+	return mode & ~umask;
+}
+
+/*
  * O_* bits a host may ask for; the rest are ours to decide.  Not O_APPEND:
  * the host's kernel chose every write's offset already, and an O_APPEND
  * descriptor would make pwrite ignore it.  Not O_NONBLOCK: only regular
@@ -1252,7 +1271,7 @@ static int posix_create_file(struct agent_store *bs,
 {
 	struct posix_store *s = (struct posix_store *)bs;
 	uint32_t flags = r->flags & STORE_OPEN_FLAGS;
-	uint32_t mode = (r->mode & ~r->umask) & 07777;
+	uint32_t mode;
 	struct agent_obj none = { 0, 0 };
 	struct bcp_entry e;
 	struct store_node *p, *n;
@@ -1273,6 +1292,7 @@ static int posix_create_file(struct agent_store *bs,
 	dfd = store_dir_entry(s, r->parent, name, r->name_len, cname, &p);
 	if (dfd < 0)
 		return dfd;
+	mode = store_new_mode(dfd, r->mode, r->umask);
 	fd = store_openat2(s, dfd, cname, flags | O_CREAT | O_EXCL |
 			   O_NOFOLLOW, mode, RESOLVE_NO_SYMLINKS);
 	if (fd >= 0) {
@@ -1386,20 +1406,20 @@ static int posix_mkdir(struct agent_store *bs, const struct bcp_mkdir_req *r,
 	struct posix_store *s = (struct posix_store *)bs;
 	struct io_uring_sqe own, *sqe;
 	struct store_node *p;
+	uint32_t mode;
 	char cname[256];
 	int ret;
 
 	ret = store_dir_entry(s, r->parent, name, r->name_len, cname, &p);
 	if (ret < 0)
 		return ret;
+	mode = store_new_mode(ret, r->mode, r->umask);
 	sqe = store_meta_sqe(s, &own);
-	io_uring_prep_mkdirat(sqe, ret, cname,
-			      (r->mode & ~r->umask) & 07777);
+	io_uring_prep_mkdirat(sqe, ret, cname, mode);
 	ret = store_meta_run(s, sqe);
 	if (ret < 0)
 		return ret;
-	return store_made(s, p, cname, S_IFDIR, r->uid, r->gid,
-			  (r->mode & ~r->umask) & 07777, out);
+	return store_made(s, p, cname, S_IFDIR, r->uid, r->gid, mode, out);
 }
 
 static int posix_mknod(struct agent_store *bs, const struct bcp_mknod_req *r,
@@ -1407,6 +1427,7 @@ static int posix_mknod(struct agent_store *bs, const struct bcp_mknod_req *r,
 {
 	struct posix_store *s = (struct posix_store *)bs;
 	struct store_node *p;
+	uint32_t mode;
 	char cname[256];
 	int ret;
 
@@ -1429,11 +1450,12 @@ static int posix_mknod(struct agent_store *bs, const struct bcp_mknod_req *r,
 	ret = store_dir_node(s, r->parent, &p);
 	if (ret < 0)
 		return ret;
-	if (mknodat(ret, cname, (r->mode & S_IFMT) |
-		    ((r->mode & ~r->umask) & 07777), (dev_t)r->rdev) < 0)
+	mode = store_new_mode(ret, r->mode, r->umask);
+	if (mknodat(ret, cname, (r->mode & S_IFMT) | mode,
+		    (dev_t)r->rdev) < 0)
 		return -errno;
 	return store_made(s, p, cname, r->mode & S_IFMT, r->uid, r->gid,
-			  (r->mode & ~r->umask) & 07777, out);
+			  mode, out);
 }
 
 static int posix_symlink(struct agent_store *bs,

@@ -371,6 +371,14 @@ static void bcfs_init(void *userdata, struct fuse_conn_info *conn)
 	 * the agent's open, which runs with every privilege.
 	 */
 	conn->want &= ~FUSE_CAP_ATOMIC_O_TRUNC;
+	/*
+	 * POSIX ACLs: the kernel checks them (it reads them as xattrs and
+	 * caches them); the store keeps them, the mode in step with them,
+	 * and applies a directory's default ACL to what is made in it.
+	 * The umask is then ours to apply (the agent does, but where a
+	 * default ACL replaces it), as a local file system does.
+	 */
+	want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
 	conn->want |= want & conn->capable;
 	conn->max_write = BCFS_IO_MAX;
 	conn->max_readahead = BCFS_READAHEAD;
