@@ -72,6 +72,14 @@ struct bcfs_opts {
 };
 
 /* One inode the kernel holds a reference to (a lookup count). */
+/* the xattrs whose absence an inode remembers (bcfs_inode_xattr_absent) */
+enum {
+	BCFS_XA_CAP,		/* security.capability */
+	BCFS_XA_ACL,		/* system.posix_acl_access */
+	BCFS_XA_DACL,		/* system.posix_acl_default */
+	BCFS_XA_N
+};
+
 struct bcfs_inode {
 	uint64_t handle;	/* agent handle; immutable */
 	/* the fields below are protected by bcfs_itable.lock */
@@ -83,7 +91,7 @@ struct bcfs_inode {
 	uint32_t open_mtime_nsec; /* writer's release, for keep_cache */
 	uint64_t open_size;
 	int open_valid;		/* 1 recorded, -1 opened unrecorded, 0 not */
-	uint64_t nocap_until;	/* no security.capability until (ns) */
+	uint64_t absent_until[BCFS_XA_N]; /* that xattr is absent until (ns) */
 	uint32_t xattr_gen;	/* setxattr/removexattr seen */
 	int stale;		/* a restarted agent no longer has it */
 	uint8_t fid[BCP_FID_LEN]; /* its lasting name, from the last entry */
@@ -235,16 +243,20 @@ void bcfs_inode_open_update(uint64_t handle, const struct bcp_attr *a);
  */
 int bcfs_inode_open_first(uint64_t handle);
 /*
- * Negative cache of the security.capability xattr (ops_xattr.c): the
- * kernel asks for it before every write.  1 while the agent's -ENODATA is
- * younger than attr_timeout; set after such an answer, cleared by this
- * mount's setxattr and removexattr on the inode (which also bump its
- * generation, so that an answer in flight across them is not cached).
+ * Negative cache of the xattrs the kernel asks for on its own
+ * (ops_xattr.c): security.capability before every write, and the POSIX
+ * ACLs whenever it checks a non-owner's access and has dropped its
+ * copy (each attribute refresh; never kept for the root).  1 while the
+ * agent's -ENODATA for xattr kind is younger than attr_timeout; set after
+ * such an answer, cleared for every kind by this mount's setxattr and
+ * removexattr on the inode and by the agent's notification (which also
+ * bump its generation, so that an answer in flight across them is not
+ * cached).
  */
-int bcfs_inode_nocap(uint64_t handle, uint32_t *gen);
+int bcfs_inode_xattr_absent(uint64_t handle, int kind, uint32_t *gen);
 /* The agent said -ENODATA to a question asked at generation gen. */
-void bcfs_inode_nocap_known(uint64_t handle, uint32_t gen);
-void bcfs_inode_nocap_forget(uint64_t handle);
+void bcfs_inode_xattr_absent_known(uint64_t handle, int kind, uint32_t gen);
+void bcfs_inode_xattr_forget(uint64_t handle);
 
 /*
  * What the table knows, for dropping every cache: each inode with the

@@ -252,7 +252,22 @@ int bcfs_inode_open_first(uint64_t handle)
 	return first;
 }
 
-int bcfs_inode_nocap(uint64_t handle, uint32_t *gen)
+/*
+ * The root has no record (the kernel holds it without lookups): its xattr
+ * answers live here, under the table's lock.
+ */
+static struct bcfs_inode bcfs_iroot;
+
+/* The record of handle, the root's included (t->lock held). */
+static struct bcfs_inode *bcfs_ifind_xattr(struct bcfs_itable *t,
+					   uint64_t handle)
+{
+	struct bcfs_inode *in = bcfs_ifind(t, handle);
+
+	return in ? in : handle == bcfs_g.root ? &bcfs_iroot : NULL;
+}
+
+int bcfs_inode_xattr_absent(uint64_t handle, int kind, uint32_t *gen)
 {
 	struct bcfs_itable *t = &bcfs_g.itable;
 	struct bcfs_inode *in;
@@ -261,16 +276,16 @@ int bcfs_inode_nocap(uint64_t handle, uint32_t *gen)
 
 	*gen = 0;
 	pthread_mutex_lock(&t->lock);
-	in = bcfs_ifind(t, handle);
+	in = bcfs_ifind_xattr(t, handle);
 	if (in) {
-		known = in->nocap_until > now;
+		known = in->absent_until[kind] > now;
 		*gen = in->xattr_gen;
 	}
 	pthread_mutex_unlock(&t->lock);
 	return known;
 }
 
-void bcfs_inode_nocap_known(uint64_t handle, uint32_t gen)
+void bcfs_inode_xattr_absent_known(uint64_t handle, int kind, uint32_t gen)
 {
 	struct bcfs_itable *t = &bcfs_g.itable;
 	struct bcfs_inode *in;
@@ -278,22 +293,22 @@ void bcfs_inode_nocap_known(uint64_t handle, uint32_t gen)
 
 	until = bcfs_now_ns() + (uint64_t)(bcfs_g.o.attr_timeout * 1e9);
 	pthread_mutex_lock(&t->lock);
-	in = bcfs_ifind(t, handle);
+	in = bcfs_ifind_xattr(t, handle);
 	/* a setxattr or removexattr since the question: the answer is old */
 	if (in && in->xattr_gen == gen)
-		in->nocap_until = until;
+		in->absent_until[kind] = until;
 	pthread_mutex_unlock(&t->lock);
 }
 
-void bcfs_inode_nocap_forget(uint64_t handle)
+void bcfs_inode_xattr_forget(uint64_t handle)
 {
 	struct bcfs_itable *t = &bcfs_g.itable;
 	struct bcfs_inode *in;
 
 	pthread_mutex_lock(&t->lock);
-	in = bcfs_ifind(t, handle);
+	in = bcfs_ifind_xattr(t, handle);
 	if (in) {
-		in->nocap_until = 0;
+		memset(in->absent_until, 0, sizeof(in->absent_until));
 		in->xattr_gen++;
 	}
 	pthread_mutex_unlock(&t->lock);

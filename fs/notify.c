@@ -282,7 +282,7 @@ static void bcfs_notify_one(const struct bcfs_note *e)
 	switch (e->kind) {
 	case BCP_NOTIFY_INODE:
 		/* xattrs are attributes: the capability answer may be old */
-		bcfs_inode_nocap_forget(e->handle);
+		bcfs_inode_xattr_forget(e->handle);
 		bcfs_inval_inode(ino, e->offset, e->length);
 		break;
 	case BCP_NOTIFY_ENTRY:

@@ -502,8 +502,9 @@ static void bcfs_answer_create(struct bcfs_acall *a, int result)
 	    bcfs_g.o.attr_timeout > 0) {
 		uint32_t gen;
 
-		bcfs_inode_nocap(c->entry.handle, &gen);
-		bcfs_inode_nocap_known(c->entry.handle, gen);
+		bcfs_inode_xattr_absent(c->entry.handle, BCFS_XA_CAP, &gen);
+		bcfs_inode_xattr_absent_known(c->entry.handle, BCFS_XA_CAP,
+					      gen);
 	}
 	bcfs_open_add(c->fh, c->entry.handle, bcfs_open_flags(fi->flags), 0);
 	/* only a file that gathers writes needs the FLUSH of a close */

@@ -54,9 +54,9 @@ void bcfs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	m.data = value;
 	m.data_len = size;
 	/* before and after: a getxattr racing with it must not cache */
-	bcfs_inode_nocap_forget(bcfs_handle(ino));
+	bcfs_inode_xattr_forget(bcfs_handle(ino));
 	ret = bcfs_call(&m, &r);
-	bcfs_inode_nocap_forget(bcfs_handle(ino));
+	bcfs_inode_xattr_forget(bcfs_handle(ino));
 	bcfs_reply_status(req, ret);
 }
 
@@ -87,8 +87,22 @@ static void bcfs_xattr_reply(fuse_req_t req, size_t size, int ret,
 static void bcfs_answer_cap(struct bcfs_acall *a, int result)
 {
 	if (result == -ENODATA)
-		bcfs_inode_nocap_known(a->parent, a->gen);
+		bcfs_inode_xattr_absent_known(a->parent, BCFS_XA_CAP, a->gen);
 	bcfs_xattr_reply(a->req, a->size, result, &a->call.rep);
+}
+
+/* The xattr kind whose absence is remembered, or -1. */
+static int bcfs_xattr_kind(const char *name)
+{
+	if (bcfs_g.o.attr_timeout <= 0)
+		return -1;
+	if (!strcmp(name, BCFS_XATTR_CAP))
+		return BCFS_XA_CAP;
+	if (!strcmp(name, "system.posix_acl_access"))
+		return BCFS_XA_ACL;
+	if (!strcmp(name, "system.posix_acl_default"))
+		return BCFS_XA_DACL;
+	return -1;
 }
 
 void bcfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
@@ -97,7 +111,7 @@ void bcfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	struct bcfs_acall *a;
 	struct bcp_msg m, r;
 	uint32_t gen = 0;
-	int len, ret, cap;
+	int len, ret, kind;
 
 	len = bcfs_xattr_name_len(name);
 	if (len < 0) {
@@ -106,8 +120,8 @@ void bcfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	}
 	if (size > BCP_XATTR_VALUE_MAX)
 		size = BCP_XATTR_VALUE_MAX;
-	cap = !strcmp(name, BCFS_XATTR_CAP) && bcfs_g.o.attr_timeout > 0;
-	if (cap && bcfs_inode_nocap(bcfs_handle(ino), &gen)) {
+	kind = bcfs_xattr_kind(name);
+	if (kind >= 0 && bcfs_inode_xattr_absent(bcfs_handle(ino), kind, &gen)) {
 		fuse_reply_err(req, ENODATA);
 		return;
 	}
@@ -116,7 +130,7 @@ void bcfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	m.u.getxattr_req.size = size;
 	m.u.getxattr_req.name_len = len;
 	m.name = name;
-	if (cap && size <= BCFS_XATTR_CAP_MAX) {
+	if (kind == BCFS_XA_CAP && size <= BCFS_XATTR_CAP_MAX) {
 		/* the kernel's question before a write: answered on arrival */
 		a = bcfs_acall_get();
 		a->parent = bcfs_handle(ino);
@@ -126,8 +140,8 @@ void bcfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		return;
 	}
 	ret = bcfs_call(&m, &r);
-	if (cap && ret == -ENODATA)
-		bcfs_inode_nocap_known(bcfs_handle(ino), gen);
+	if (kind >= 0 && ret == -ENODATA)
+		bcfs_inode_xattr_absent_known(bcfs_handle(ino), kind, gen);
 	bcfs_xattr_reply(req, size, ret, &r);
 }
 
@@ -157,8 +171,8 @@ void bcfs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	m.u.removexattr_req.handle = bcfs_handle(ino);
 	m.u.removexattr_req.name_len = len;
 	m.name = name;
-	bcfs_inode_nocap_forget(bcfs_handle(ino));
+	bcfs_inode_xattr_forget(bcfs_handle(ino));
 	ret = bcfs_call(&m, &r);
-	bcfs_inode_nocap_forget(bcfs_handle(ino));
+	bcfs_inode_xattr_forget(bcfs_handle(ino));
 	bcfs_reply_status(req, ret);
 }

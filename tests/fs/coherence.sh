@@ -8,7 +8,8 @@
 # inode) is appended to, overwritten in place with the same size,
 # replaced by a rename and removed; files made here are replaced
 # elsewhere at once (within one sweep of a cephfs store); a directory
-# already listed here gains a subdirectory.  stat sees the new size, a
+# already listed here gains a subdirectory; an ACL set elsewhere denies a
+# user what this mount let it read.  stat sees the new size, a
 # new open reads the new bytes, never the cached ones, an open
 # descriptor reads them too, names come and go.  A second mount of the
 # same agent sees this mount's writes.
@@ -150,6 +151,32 @@ mkdir "$c/d"
 printf 'new\n' > "$c/d/g"
 soon "listing after a create elsewhere" "d" ls "$m"
 bcf_eq "file made elsewhere" "new" "$(cat "$m/d/g")"
+
+# an ACL set elsewhere on a file whose lack of one this mount has seen: the
+# kernel checks the new one within a second (the agent tells, the cached
+# answer "no ACL" goes)
+if [ "$BCF_STORE" != cephfs ] && command -v setpriv > /dev/null; then
+	as_nobody() {
+		setpriv --reuid=65534 --regid=65534 --clear-groups "$@"
+	}
+	printf 'for all\n' > "$m/acl"
+	chmod 644 "$m/acl"
+	bcf_eq "read by another user" "for all" "$(as_nobody cat "$m/acl")"
+	# user 65534: no access; the rest as the mode says
+	python3 - "$c/acl" <<'PY' || bcf_fail "cannot set an ACL elsewhere"
+import struct, sys
+e = [(0x01, 6, 0xffffffff), (0x02, 0, 65534), (0x04, 4, 0xffffffff),
+     (0x10, 4, 0xffffffff), (0x20, 4, 0xffffffff)]
+v = struct.pack("<I", 2) + b"".join(struct.pack("<HHI", *x) for x in e)
+import os
+os.setxattr(sys.argv[1], "system.posix_acl_access", v)
+PY
+	soon "read by the user an ACL set elsewhere denies" "denied" \
+		sh -c 'setpriv --reuid=65534 --regid=65534 --clear-groups \
+			cat "$1" > /dev/null 2>&1 && echo read || echo denied' \
+		sh "$m/acl"
+	rm "$m/acl"
+fi
 
 # the second mount sees this mount's writes at its next open
 bcf_eq "second mount reads" "new" "$(cat "$m2/d/g")"
