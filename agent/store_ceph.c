@@ -3129,15 +3129,21 @@ static int cs_list(struct ceph_backend *cb, Inode *in, struct cs_name **out,
 {
 	struct ceph_dir_result *dir;
 	struct cs_name *v = NULL, *nv;
-	struct dirent *de;
+	struct dirent d;
 	size_t n = 0, cap = 0;
 	int ret;
 
 	ret = ceph_ll_opendir(cb->cm, in, &dir, cb->perms);
 	if (ret < 0)
 		return ret;
-	while ((de = ceph_readdir(cb->cm, dir))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+	/*
+	 * Not ceph_readdir(): its NULL is the end and an error alike, and a
+	 * listing cut short by an error would tell every host that the
+	 * names past the cut are gone.
+	 */
+	while ((ret = ceph_readdir_r(cb->cm, dir, &d)) > 0) {
+		ret = 0;
+		if (!strcmp(d.d_name, ".") || !strcmp(d.d_name, ".."))
 			continue;
 		if (n == CS_SNAP_MAX) {
 			ret = -E2BIG;
@@ -3152,8 +3158,8 @@ static int cs_list(struct ceph_backend *cb, Inode *in, struct cs_name **out,
 			}
 			v = nv;
 		}
-		v[n].ino = de->d_ino;
-		v[n].name = strdup(de->d_name);
+		v[n].ino = d.d_ino;
+		v[n].name = strdup(d.d_name);
 		if (!v[n].name) {
 			ret = -ENOMEM;
 			break;
