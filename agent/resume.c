@@ -434,22 +434,20 @@ static int res_fid_mac(const uint8_t fid[BCP_FID_LEN],
 			    RES_FID_MAC_OFF, mac);
 }
 
-int agent_fid_seal(int fd, uint8_t fid[BCP_FID_LEN])
+/*
+ * The handle part of a fid (format, length, type, handle bytes; no MAC)
+ * for the object behind fd, into fid (zeroed first).  0, or -errno;
+ * *mnt is the handle's mount id.
+ */
+static int res_fid_handle(int fd, uint8_t fid[BCP_FID_LEN], int *mnt)
 {
-	uint8_t mac[BCP_MAC_LEN];
 	union res_fh u;
 	uint32_t t;
-	int mnt;
 
 	memset(fid, 0, BCP_FID_LEN);
-	if (!res.handles)
-		return -EOPNOTSUPP;
 	u.fh.handle_bytes = RES_FH_MAX;
-	if (name_to_handle_at(fd, "", &u.fh, &mnt, AT_EMPTY_PATH) < 0)
-		return -EOPNOTSUPP;
-	/* beneath the root on another mount: its handle means nothing here */
-	if (mnt != res.root_mnt)
-		return -EOPNOTSUPP;
+	if (name_to_handle_at(fd, "", &u.fh, mnt, AT_EMPTY_PATH) < 0)
+		return -errno;
 	fid[0] = RES_FID_FORMAT;
 	fid[1] = (uint8_t)u.fh.handle_bytes;
 	t = (uint32_t)u.fh.handle_type;
@@ -458,7 +456,20 @@ int agent_fid_seal(int fd, uint8_t fid[BCP_FID_LEN])
 	fid[6] = (uint8_t)(t >> 16);
 	fid[7] = (uint8_t)(t >> 24);
 	memcpy(fid + 8, u.fh.f_handle, u.fh.handle_bytes);
-	if (res_fid_mac(fid, mac) < 0) {
+	return 0;
+}
+
+int agent_fid_seal(int fd, uint8_t fid[BCP_FID_LEN])
+{
+	uint8_t mac[BCP_MAC_LEN];
+	int mnt;
+
+	memset(fid, 0, BCP_FID_LEN);
+	if (!res.handles)
+		return -EOPNOTSUPP;
+	if (res_fid_handle(fd, fid, &mnt) < 0 ||
+	    /* beneath the root on another mount: its handle means nothing */
+	    mnt != res.root_mnt || res_fid_mac(fid, mac) < 0) {
 		memset(fid, 0, BCP_FID_LEN);
 		return -EOPNOTSUPP;
 	}
@@ -468,20 +479,15 @@ int agent_fid_seal(int fd, uint8_t fid[BCP_FID_LEN])
 
 int agent_fid_names(const uint8_t fid[BCP_FID_LEN], int fd)
 {
-	union res_fh u;
-	uint32_t t;
-	int mnt;
+	uint8_t now[BCP_FID_LEN];
+	int mnt, ret;
 
 	if (agent_fid_zero(fid))
 		return -EOPNOTSUPP;
-	u.fh.handle_bytes = RES_FH_MAX;
-	if (name_to_handle_at(fd, "", &u.fh, &mnt, AT_EMPTY_PATH) < 0)
-		return -errno;
-	t = (uint32_t)u.fh.handle_type;
-	return fid[1] == u.fh.handle_bytes && fid[4] == (uint8_t)t &&
-	       fid[5] == (uint8_t)(t >> 8) && fid[6] == (uint8_t)(t >> 16) &&
-	       fid[7] == (uint8_t)(t >> 24) &&
-	       !memcmp(fid + 8, u.fh.f_handle, u.fh.handle_bytes);
+	ret = res_fid_handle(fd, now, &mnt);
+	if (ret < 0)
+		return ret;
+	return !memcmp(fid, now, 8 + (size_t)now[1]);
 }
 
 /* Constant time: a forger learns nothing from how long a refusal took. */
