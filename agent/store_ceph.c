@@ -1097,21 +1097,28 @@ static int cs_file_claim(struct ceph_store *s, uint32_t idx)
  * for the file's life).  want: 0 for any slot, or the fh value to
  * install (REOPEN).
  */
+/* 0 while the session may open one more file, else -EMFILE (said). */
+static int cs_file_room(const struct ceph_store *s)
+{
+	if (s->live_files < cs_max_files())
+		return 0;
+	agent_warn_rl("open file limit (%u per session) reached",
+		      cs_max_files());
+	return -EMFILE;
+}
+
 static int cs_file_new(struct ceph_store *s, struct Fh *cfh,
 		       struct ceph_dir_result *dir, uint64_t dio_ino,
 		       struct ceph_node *n, uint64_t want, uint64_t *fh)
 {
 	struct agent_file *f;
 	uint32_t idx;
-	int ret = 0;
+	int ret;
 
 	pthread_mutex_lock(&s->lock);
-	if (s->live_files >= cs_max_files()) {
-		agent_warn_rl("open file limit (%u per session) reached",
-			      cs_max_files());
-		ret = -EMFILE;
+	ret = cs_file_room(s);
+	if (ret < 0)
 		goto out_unlock;
-	}
 	if (want) {
 		idx = (uint32_t)(want & 0xffffffffu) - 1;
 		ret = cs_file_extend(s, idx);
@@ -1557,13 +1564,10 @@ static int cfs_create_file(struct agent_store *bs,
 		return ret;
 	/* no room for one more open file: fail before the name is made */
 	pthread_mutex_lock(&s->lock);
-	ret = s->live_files >= cs_max_files() ? -EMFILE : 0;
+	ret = cs_file_room(s);
 	pthread_mutex_unlock(&s->lock);
-	if (ret < 0) {
-		agent_warn_rl("open file limit (%u per session) reached",
-			      cs_max_files());
+	if (ret < 0)
 		return ret;
-	}
 	ret = cs_dir_get(s, r->parent, &p);
 	if (ret < 0)
 		return ret;

@@ -1167,6 +1167,16 @@ static int store_file_claim(struct posix_store *s, uint32_t idx)
  * want: 0 for any slot, or the fh value to install (REOPEN).  n: the
  * node it is open on.
  */
+/* 0 while the session may open one more file, else -EMFILE (said). */
+static int store_file_room(const struct posix_store *s)
+{
+	if (s->live_files < store_max_files())
+		return 0;
+	agent_warn_rl("open file limit (%u per session) reached",
+		      store_max_files());
+	return -EMFILE;
+}
+
 static int store_file_new(struct posix_store *s, int fd, int dir,
 			  const struct store_node *n, uint64_t want,
 			  uint64_t *fh)
@@ -1175,11 +1185,9 @@ static int store_file_new(struct posix_store *s, int fd, int dir,
 	uint32_t idx;
 	int ret;
 
-	if (s->live_files >= store_max_files()) {
-		agent_warn_rl("open file limit (%u per session) reached",
-			      store_max_files());
-		return -EMFILE;
-	}
+	ret = store_file_room(s);
+	if (ret < 0)
+		return ret;
 	ret = agent_fd_take();
 	if (ret < 0) {
 		agent_warn_rl("the agent's descriptor budget (%ld) is spent",
@@ -1284,11 +1292,9 @@ static int posix_create_file(struct agent_store *bs,
 	 * No room for one more open file: fail before the name is made, as
 	 * open(2) fails with EMFILE before it creates anything.
 	 */
-	if (s->live_files >= store_max_files()) {
-		agent_warn_rl("open file limit (%u per session) reached",
-			      store_max_files());
-		return -EMFILE;
-	}
+	ret = store_file_room(s);
+	if (ret < 0)
+		return ret;
 	dfd = store_dir_entry(s, r->parent, name, r->name_len, cname, &p);
 	if (dfd < 0)
 		return dfd;

@@ -71,7 +71,6 @@ struct bcfs_opts {
 	int show_version;
 };
 
-/* One inode the kernel holds a reference to (a lookup count). */
 /* the xattrs whose absence an inode remembers (bcfs_inode_xattr_absent) */
 enum {
 	BCFS_XA_CAP,		/* security.capability */
@@ -80,6 +79,7 @@ enum {
 	BCFS_XA_N
 };
 
+/* One inode the kernel holds a reference to (a lookup count). */
 struct bcfs_inode {
 	uint64_t handle;	/* agent handle; immutable */
 	/* the fields below are protected by bcfs_itable.lock */
