@@ -40,6 +40,14 @@
  * their files are moved inline with plain calls (store.c decides, per
  * open file).
  *
+ * Inline batches (BCP_BATCH_INLINE, a tcp host's small batches): the
+ * bytes ride in the control frames, a push's in its request, a pull's in
+ * its reply, so no transfer crosses the data connection and no DATA_WRITE
+ * waits for its answer.  They move through the batch's ibuf, which takes
+ * the place of the region everywhere below: the fast path reads and
+ * writes it as it would an shm mapping, the staging path copies a chunk
+ * to or from it where it would post a transfer.
+ *
  * Files without a descriptor (a cephfs store's: file_get() gives fd -1)
  * take the same path, with the storage stage done by file_rw() on the
  * blocking pool instead of an io_uring read or write: the job's result
@@ -190,6 +198,25 @@ static void batch_publish(struct agent_batch *b)
 	}
 }
 
+/*
+ * An inline pull's reply data: each segment's delivered bytes in turn,
+ * moved down over what its predecessors did not fill.  Returns the length.
+ */
+static uint32_t batch_inline_pack(struct agent_batch *b)
+{
+	uint32_t i, n = 0;
+
+	for (i = 0; i < b->count; i++) {
+		if (b->st[i] <= 0)
+			continue;
+		if (b->ipos[i] != n)
+			memmove(b->ibuf + n, b->ibuf + b->ipos[i],
+				(uint32_t)b->st[i]);
+		n += (uint32_t)b->st[i];
+	}
+	return n;
+}
+
 static void batch_finish(struct agent_batch *b)
 {
 	struct agent_session *s = b->s;
@@ -226,8 +253,16 @@ static void batch_finish(struct agent_batch *b)
 		rep.hdr.req_id = b->req_id;
 		rep.u.batch_rep.count = b->count;
 		rep.statuses = b->st;
+		if (b->inl && b->op == BCP_OP_BATCH_PULL) {
+			rep.data = b->ibuf;
+			rep.data_len = batch_inline_pack(b);
+			rep.u.batch_rep.data_len = rep.data_len;
+		}
 		agent_session_reply(s, &rep);
 	}
+	if (b->inl && b->op == BCP_OP_BATCH_PULL)
+		s->inl_rsv -= b->ilen;
+	b->inl = 0;
 	b->next = s->batch_pool;
 	s->batch_pool = b;
 	s->batches_live--;
@@ -341,6 +376,17 @@ static void batch_post(struct agent_slot *sl, enum bcp_xsrv_dir dir)
 	sl->op.region_off = b->segs[sl->seg].region_off + sl->off;
 	sl->op.local = sl->buf;
 	sl->op.len = sl->len;
+	if (b->inl) {
+		/* the frame is the region: done at once, as shm's posts */
+		uint8_t *p = b->ibuf + b->ipos[sl->seg] + sl->off;
+
+		if (dir == BCP_XSRV_WRITE)
+			memcpy(p, sl->buf, sl->len);
+		else
+			memcpy(sl->buf, p, sl->len);
+		agent_batch_xfer_done(NULL, &sl->op, (int)sl->len);
+		return;
+	}
 	ret = bcp_xsrv_post(b->s->xsrv, &sl->op);
 	if (ret < 0)
 		batch_chunk_end(sl, ret);
@@ -573,9 +619,13 @@ static void batch_inline(struct agent_batch *b, uint32_t i)
 	uint64_t t;
 	ssize_t n;
 
-	if (sg->length > agent_cfg.inline_max ||
-	    bcp_xsrv_region_map(b->s->xsrv, sg->region_id, sg->region_off,
-				sg->length, &iov.iov_base) < 0)
+	if (sg->length > agent_cfg.inline_max)
+		return;
+	if (b->inl)
+		iov.iov_base = b->ibuf + b->ipos[i];
+	else if (bcp_xsrv_region_map(b->s->xsrv, sg->region_id,
+				     sg->region_off, sg->length,
+				     &iov.iov_base) < 0)
 		return;
 	mode = agent_store_file_inline(b->s->store, b->files[i],
 				       b->fds[i]);
@@ -607,6 +657,45 @@ static void batch_inline(struct agent_batch *b, uint32_t i)
 		     (uint32_t)n;
 }
 
+/*
+ * BCP_BATCH_INLINE asked (the decoder checked the lengths: at most
+ * BCP_BATCH_INLINE_MAX in all, a push's bytes all there): take it when
+ * ibuf can be had and, for a pull, the output has room for the bytes;
+ * otherwise the batch moves them through the region as usual, which the
+ * host allows (a push's bytes are in its region too).
+ */
+static void batch_inline_take(struct agent_batch *b, const struct bcp_msg *m)
+{
+	struct bcp_seg sg;
+	uint64_t len = 0;
+	uint32_t i;
+
+	b->inl = 0;
+	if (!(m->u.batch_req.flags & BCP_BATCH_INLINE))
+		return;
+	for (i = 0; i < b->count; i++) {
+		bcp_msg_seg(m, i, &sg);
+		b->ipos[i] = (uint32_t)len;
+		len += sg.length;
+		if (len > BCP_BATCH_INLINE_MAX)
+			return;		/* a pull asking too much */
+	}
+	b->ilen = (uint32_t)len;
+	if (b->op == BCP_OP_BATCH_PUSH && m->data_len != b->ilen)
+		return;
+	if (!b->ibuf)
+		b->ibuf = malloc(BCP_BATCH_INLINE_MAX);
+	if (!b->ibuf)
+		return;
+	if (b->op == BCP_OP_BATCH_PULL) {
+		if (agent_session_inline_hold(b->s, b->ilen) < 0)
+			return;
+	} else {
+		memcpy(b->ibuf, m->data, b->ilen);
+	}
+	b->inl = 1;
+}
+
 int agent_batch_start(struct agent_session *s, const struct bcp_msg *m)
 {
 	struct agent_worker *w = s->w;
@@ -626,6 +715,7 @@ int agent_batch_start(struct agent_session *s, const struct bcp_msg *m)
 	b->cur_seg = 0;
 	b->cur_off = 0;
 	b->chunks_out = 0;
+	batch_inline_take(b, m);
 	for (i = 0; i < b->count; i++) {
 		struct bcp_seg *sg = &b->segs[i];
 		uint64_t rlen;

@@ -204,6 +204,8 @@ void agent_session_free(struct agent_session *s)
 		free(s->jobs[i].buf);
 	}
 	free(s->jobs);
+	for (i = 0; i < AGENT_INFLIGHT_MAX; i++)
+		free(s->batches[i].ibuf);
 	free(s->batches);
 	free(s->wbuf);
 	free(s->rbuf);
@@ -296,7 +298,24 @@ static int session_can_take(const struct agent_session *s)
 {
 	return s->state != SESS_CLOSING && !s->w->stopping &&
 	       SESS_WCAP - s->wlen >= BCP_FRAME_MAX + s->jobs_rsv +
-		       AGENT_INFLIGHT_MAX * SESS_BATCH_REP_MAX;
+		       s->inl_rsv + AGENT_INFLIGHT_MAX * SESS_BATCH_REP_MAX;
+}
+
+/*
+ * An inline pull of len bytes may hold that much more output room: what
+ * is left once every reply that may still come has its room, this
+ * frame's own reservation (BCP_FRAME_MAX) kept for the next one.  0 and
+ * the room held, or -ENOSPC: the pull then moves its bytes as usual.
+ */
+int agent_session_inline_hold(struct agent_session *s, uint32_t len)
+{
+	uint64_t keep = (uint64_t)BCP_FRAME_MAX + s->jobs_rsv + s->inl_rsv +
+			AGENT_INFLIGHT_MAX * SESS_BATCH_REP_MAX + len;
+
+	if (SESS_WCAP - s->wlen < keep)
+		return -ENOSPC;
+	s->inl_rsv += len;
+	return 0;
 }
 
 /* A NOTIFY frame's size at most: header, body, name padded to 8. */
@@ -309,7 +328,7 @@ static int session_can_take(const struct agent_session *s)
  */
 static uint32_t session_notify_room(const struct agent_session *s)
 {
-	uint32_t keep = BCP_FRAME_MAX + s->jobs_rsv +
+	uint32_t keep = BCP_FRAME_MAX + s->jobs_rsv + s->inl_rsv +
 			AGENT_INFLIGHT_MAX * SESS_BATCH_REP_MAX;
 	uint32_t room = SESS_WCAP - s->wlen;
 
@@ -532,7 +551,7 @@ void agent_session_hello(struct agent_session *s, const struct bcp_msg *m)
 	uint64_t offered = BCP_FEAT_TCP_DATA | BCP_FEAT_READDIRPLUS |
 			   BCP_FEAT_COPY_RANGE | BCP_FEAT_SETATTR_CTIME |
 			   BCP_FEAT_RESUME | BCP_FEAT_NOTIFY |
-			   BCP_FEAT_CREATED;
+			   BCP_FEAT_CREATED | BCP_FEAT_BATCH_INLINE;
 	struct sockaddr_storage local;
 	socklen_t llen = sizeof(local);
 	uint8_t raddr[16] = { 0 };
@@ -1566,6 +1585,11 @@ static int session_dispatch(struct agent_session *s, struct bcp_msg *m,
 		break;
 	case BCP_OP_BATCH_PULL:
 	case BCP_OP_BATCH_PUSH:
+		if ((m->u.batch_req.flags & BCP_BATCH_INLINE) &&
+		    !(s->features & BCP_FEAT_BATCH_INLINE)) {
+			session_status(s, m, -EINVAL);
+			return 0;
+		}
 		ret = agent_batch_start(s, m);
 		if (!ret)
 			agent_metrics_req(s->w, m->hdr.opcode, t0, 0);

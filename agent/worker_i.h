@@ -82,6 +82,16 @@ struct agent_batch {
 	uint32_t skip[BCP_SEGS_MAX];	/* bytes already moved inline */
 	struct agent_file *files[BCP_SEGS_MAX];
 	int fds[BCP_SEGS_MAX];
+	/*
+	 * BCP_BATCH_INLINE taken: the bytes move through ibuf (a push's
+	 * from the request, a pull's into the reply), segment i's at
+	 * ipos[i], instead of the host's region.  ibuf is the batch's
+	 * for the session's life, allocated on first use.
+	 */
+	int inl;
+	uint32_t ilen;			/* bytes of every segment */
+	uint8_t *ibuf;			/* BCP_BATCH_INLINE_MAX bytes */
+	uint32_t ipos[BCP_SEGS_MAX];
 };
 
 enum agent_session_state {
@@ -175,6 +185,7 @@ struct agent_session {
 	unsigned int jobs_live;		/* blocking-pool jobs not done */
 	unsigned int jobs_max;		/* SESS_JOBS_MAX or _BLOCKING */
 	uint32_t jobs_rsv;		/* output room their replies hold */
+	uint32_t inl_rsv;		/* ... and inline pulls' bytes */
 	unsigned int slots_held;	/* staging slots its chunks hold */
 	struct agent_sjob *job_pool;	/* free jobs */
 	struct agent_sjob *jobs;	/* the pool's memory (lazily) */
@@ -257,6 +268,7 @@ int agent_session_flush(struct agent_session *s);
 void agent_session_close(struct agent_session *s, int peer_gone);
 /* Append an encoded reply; 0 or -errno (then the session closes). */
 int agent_session_reply(struct agent_session *s, const struct bcp_msg *m);
+int agent_session_inline_hold(struct agent_session *s, uint32_t len);
 /* DATA_ATTACH on a new connection for a session of this worker. */
 void agent_session_attach(struct agent_worker *w, int fd, const char *peer,
 			  const struct bcp_msg *m);

@@ -938,11 +938,46 @@ static void client_note_send(struct bcp_client *c)
 
 /* ---- receiver -------------------------------------------------------- */
 
+/*
+ * An inline pull's reply (BCP_BATCH_INLINE): its data must be exactly the
+ * bytes its statuses delivered, none over its segment.  0 or -EPROTO.
+ */
+static int recv_inline_check(struct bcp_client *c, const struct bcp_msg *m,
+			     struct bcp_io *head, int asked, char *msg,
+			     size_t msglen)
+{
+	uint64_t sum = 0;
+	struct bcp_io *io;
+	int32_t st;
+	uint32_t i;
+
+	for (io = head, i = 0; io; io = io->next, i++) {
+		st = bcp_msg_status(m, i);
+		if (st > (int32_t)io->length) {
+			snprintf(msg, msglen,
+				 "bad frame from agent at %s: %d bytes moved for a %u byte segment",
+				 c->addr_str, st, io->length);
+			return -EPROTO;
+		}
+		if (st > 0)
+			sum += (uint64_t)st;
+	}
+	if (asked && m->hdr.opcode == BCP_OP_BATCH_PULL &&
+	    sum == m->data_len)
+		return 0;
+	snprintf(msg, msglen,
+		 "bad frame from agent at %s: %u bytes in a %s reply that delivered %llu%s",
+		 c->addr_str, m->data_len, bcp_op_name(m->hdr.opcode),
+		 (unsigned long long)sum, asked ? "" : " (not asked inline)");
+	return -EPROTO;
+}
+
 static int recv_batch(struct bcp_client *c, const struct bcp_hdr *h,
 		      const uint8_t *f, size_t n, uint16_t op,
-		      struct bcp_io *head,
-		      uint32_t count, char *msg, size_t msglen)
+		      struct bcp_io *head, uint32_t count, int inl,
+		      char *msg, size_t msglen)
 {
+	const uint8_t *data = NULL;
 	uint64_t *ctr = op == BCP_OP_BATCH_PULL ? &c->stats.bytes_pulled :
 						  &c->stats.bytes_pushed;
 	struct bcp_io *io, *next;
@@ -968,6 +1003,9 @@ static int recv_batch(struct bcp_client *c, const struct bcp_hdr *h,
 			 "bad frame from agent at %s: %u statuses for %u segments",
 			 c->addr_str, m.u.batch_rep.count, count);
 		ret = -EPROTO;
+	} else if (m.data_len) {
+		ret = recv_inline_check(c, &m, head, inl, msg, msglen);
+		data = m.data;
 	}
 	if (ret < 0)
 		all = -EIO;
@@ -982,6 +1020,11 @@ static int recv_batch(struct bcp_client *c, const struct bcp_hdr *h,
 				 c->addr_str, st, io->length);
 			st = -EIO;
 			ret = -EPROTO;
+		}
+		if (data && st > 0) {
+			/* checked above: data holds every st in turn */
+			memcpy(io->buf, data, (size_t)st);
+			data += st;
 		}
 		/* counted before done(): its caller may read the stats */
 		if (st > 0)
@@ -1139,7 +1182,7 @@ static int recv_dispatch(struct bcp_client *c, const struct bcp_hdr *h,
 	enum bcp_err why;
 	uint32_t idx, count;
 	uint16_t op;
-	int ret = 0;
+	int ret = 0, inl;
 
 	if (!(h->flags & BCP_HF_REPLY)) {
 		if (h->opcode == BCP_OP_NOTIFY &&
@@ -1236,9 +1279,10 @@ static int recv_dispatch(struct bcp_client *c, const struct bcp_hdr *h,
 	op = s->op;
 	head = s->head;
 	count = s->count;
+	inl = s->inl;
 	slot_put_locked(c, s);
 	pthread_mutex_unlock(&c->wlock);
-	return recv_batch(c, h, f, n, op, head, count, msg, msglen);
+	return recv_batch(c, h, f, n, op, head, count, inl, msg, msglen);
 }
 
 static void *receiver_main(void *arg)
@@ -1485,6 +1529,26 @@ static void sender_forget(struct bcp_client *c, uint32_t n, uint64_t epoch)
  * batch sent, or its I/Os completed or put back), 0 when none was free.
  * No lock held.
  */
+/*
+ * A batch of these I/Os may move its bytes in its frames (tcp: the data
+ * connection's transfers, each answered, cost two more wake-ups than the
+ * bytes themselves): their length in all when it may, else 0.
+ */
+static int client_inline(const struct bcp_client *c, const struct bcp_io *io)
+{
+	uint64_t len = 0;
+
+	if (c->transport != BCP_XFER_TCP ||
+	    !(c->hello.features & BCP_FEAT_BATCH_INLINE))
+		return 0;
+	for (; io; io = io->next) {
+		len += io->length;
+		if (len > BCP_BATCH_INLINE_MAX)
+			return 0;
+	}
+	return (int)len;
+}
+
 static int client_batch(struct bcp_client *c, int direct,
 			struct bcp_seg *segs, uint8_t *buf)
 {
@@ -1494,7 +1558,7 @@ static int client_batch(struct bcp_client *c, int direct,
 	struct bcp_msg m;
 	uint32_t n, k;
 	uint16_t op;
-	int len, err;
+	int len, err, inl;
 
 	/*
 	 * Take the slot first: while it is awaited, the queue grows.  Wait
@@ -1534,6 +1598,7 @@ static int client_batch(struct bcp_client *c, int direct,
 
 	op = k ? BCP_OP_BATCH_PUSH : BCP_OP_BATCH_PULL;
 	len = -ENOTCONN;
+	inl = 0;
 	if (n) {
 		for (io = head, n = 0; io; io = io->next, n++) {
 			segs[n].fh = io->fh;
@@ -1543,11 +1608,23 @@ static int client_batch(struct bcp_client *c, int direct,
 			segs[n].region_off = (uint64_t)((uint8_t *)io->buf -
 						(uint8_t *)c->pool_base);
 		}
+		inl = client_inline(c, head);
 		bcp_msg_init(&m, op, s->req_id);
 		m.u.batch_req.count = n;
-		m.u.batch_req.flags = 0;
+		m.u.batch_req.flags = inl ? BCP_BATCH_INLINE : 0;
 		m.segs = segs;
-		len = bcp_encode(buf, BCP_FRAME_MAX, &m);
+		if (inl && op == BCP_OP_BATCH_PUSH) {
+			/* the bytes follow, each I/O's in turn */
+			m.data = head->buf;
+			m.data_len = (uint32_t)inl;
+			len = bcp_encode_head(buf, BCP_FRAME_MAX, &m);
+			for (io = head; len >= 0 && io; io = io->next) {
+				memcpy(buf + len, io->buf, io->length);
+				len += (int)io->length;
+			}
+		} else {
+			len = bcp_encode(buf, BCP_FRAME_MAX, &m);
+		}
 	}
 
 	pthread_mutex_lock(&c->qlock);
@@ -1572,10 +1649,14 @@ static int client_batch(struct bcp_client *c, int direct,
 	s->op = op;
 	s->head = head;
 	s->count = n;
+	s->inl = inl > 0;
 	pthread_mutex_unlock(&c->wlock);
 
 	__atomic_fetch_add(&c->stats.batches, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&c->stats.segments, n, __ATOMIC_RELAXED);
+	if (inl)
+		__atomic_fetch_add(&c->stats.batches_inline, 1,
+				   __ATOMIC_RELAXED);
 	send_frame(c, buf, (size_t)len, s->epoch);
 	return 1;
 }
@@ -1855,7 +1936,8 @@ static int client_want(struct bcp_client *c, uint64_t *want, char *err,
 	int is_unix = c->addr.family == AF_UNIX;
 
 	*want = BCP_FEAT_READDIRPLUS | BCP_FEAT_COPY_RANGE |
-		BCP_FEAT_SETATTR_CTIME | BCP_FEAT_CREATED;
+		BCP_FEAT_SETATTR_CTIME | BCP_FEAT_CREATED |
+		BCP_FEAT_BATCH_INLINE;
 	if (c->opts.reconnect_timeout_ms > 0)
 		*want |= BCP_FEAT_RESUME;
 	if (c->opts.notify)
@@ -2791,7 +2873,7 @@ static int client_send_direct(struct bcp_client *c, struct bcp_io *io)
 	struct bcp_seg seg;
 	struct bcp_msg m;
 	uint64_t epoch;
-	int len, err;
+	int len, err, inl;
 
 	pthread_mutex_lock(&c->wlock);
 	if (c->state != BCP_CLIENT_READY || c->free_slot == BCP_POOL_NONE) {
@@ -2803,10 +2885,12 @@ static int client_send_direct(struct bcp_client *c, struct bcp_io *io)
 		pthread_mutex_unlock(&c->wlock);
 		return -EAGAIN;
 	}
+	inl = client_inline(c, io);
 	s->kind = BCP_WSLOT_BATCH;
 	s->op = io->op;
 	s->head = io;
 	s->count = 1;
+	s->inl = inl > 0;
 	epoch = s->epoch;
 	pthread_mutex_unlock(&c->wlock);
 
@@ -2818,10 +2902,17 @@ static int client_send_direct(struct bcp_client *c, struct bcp_io *io)
 				    (uint8_t *)c->pool_base);
 	bcp_msg_init(&m, io->op, s->req_id);
 	m.u.batch_req.count = 1;
-	m.u.batch_req.flags = 0;
+	m.u.batch_req.flags = inl ? BCP_BATCH_INLINE : 0;
 	m.segs = &seg;
+	if (inl && io->op == BCP_OP_BATCH_PUSH) {
+		m.data = io->buf;
+		m.data_len = io->length;
+	}
 	__atomic_fetch_add(&c->stats.batches, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&c->stats.segments, 1, __ATOMIC_RELAXED);
+	if (inl)
+		__atomic_fetch_add(&c->stats.batches_inline, 1,
+				   __ATOMIC_RELAXED);
 
 	/* from here on the receiver may complete io at any time */
 	len = send_msg(c, &m, epoch);
@@ -2925,4 +3016,6 @@ void bcp_client_stats(const struct bcp_client *c,
 					    __ATOMIC_RELAXED);
 	out->bytes_pushed = __atomic_load_n(&c->stats.bytes_pushed,
 					    __ATOMIC_RELAXED);
+	out->batches_inline = __atomic_load_n(&c->stats.batches_inline,
+					      __ATOMIC_RELAXED);
 }

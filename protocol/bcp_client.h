@@ -213,6 +213,7 @@ struct bcp_client_stats {
 	uint64_t segments;
 	uint64_t bytes_pulled;
 	uint64_t bytes_pushed;
+	uint64_t batches_inline;	/* asked BCP_BATCH_INLINE */
 };
 void bcp_client_stats(const struct bcp_client *c,
 		      struct bcp_client_stats *out);

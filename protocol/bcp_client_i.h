@@ -113,6 +113,7 @@ struct bcp_wslot {
 	uint64_t start_ms;		/* when it was taken (monotonic) */
 	uint64_t handle;		/* OPEN, OPENDIR: its handle */
 	uint32_t plus;			/* READDIR: plus entries asked for */
+	int inl;			/* BATCH: BCP_BATCH_INLINE asked */
 	struct bcp_io *head;
 	struct bcp_call *call;		/* ACALL */
 	uint64_t epoch;			/* the connection it was taken on */

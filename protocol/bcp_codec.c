@@ -490,6 +490,14 @@ struct tail_spec {
 	uint32_t data_len;	/* DK_EXACT, DK_ZERO_OR_EXACT */
 	uint32_t count;		/* items */
 	size_t items_len;	/* wire bytes of the items (not dirents) */
+	uint8_t items_data;	/* bytes after the items: enum items_data */
+};
+
+/* What follows a message's items (BCP_BATCH_INLINE). */
+enum items_data {
+	ID_NONE,	/* nothing */
+	ID_EXACT,	/* data_len bytes (a pull's reply) */
+	ID_SEGS,	/* the segments' lengths added up (a push) */
 };
 
 static size_t round8(size_t n)
@@ -599,9 +607,16 @@ static int body_rules(const struct bcp_msg *m, bool reply,
 						    BCP_REBINDS_MAX :
 						    BCP_SEGS_MAX))
 				return fail(why, BCP_E_SEG_COUNT, -E2BIG);
+			if (m->u.batch_rep.data_len &&
+			    op != BCP_OP_BATCH_PULL)
+				return fail(why, BCP_E_BAD_FIELD, -EINVAL);
+			if (m->u.batch_rep.data_len > BCP_BATCH_INLINE_MAX)
+				return fail(why, BCP_E_BAD_FIELD, -E2BIG);
 			t->item_kind = IK_STATUS;
 			t->count = m->u.batch_rep.count;
 			t->items_len = round8((size_t)t->count * 4);
+			t->items_data = ID_EXACT;
+			t->data_len = m->u.batch_rep.data_len;
 			break;
 		case BCP_OP_DATA_READ:
 			t->data_kind = DK_REST;
@@ -791,8 +806,11 @@ static int body_rules(const struct bcp_msg *m, bool reply,
 	}
 	case BCP_OP_BATCH_PULL:
 	case BCP_OP_BATCH_PUSH:
-		if (m->u.batch_req.flags != 0)
+		if (m->u.batch_req.flags & ~BCP_BATCH_INLINE)
 			return fail(why, BCP_E_BAD_FIELD, -EINVAL);
+		if ((m->u.batch_req.flags & BCP_BATCH_INLINE) &&
+		    op == BCP_OP_BATCH_PUSH)
+			t->items_data = ID_SEGS;
 		if (m->u.batch_req.count == 0)
 			return fail(why, BCP_E_SEG_COUNT, -EINVAL);
 		if (m->u.batch_req.count > BCP_SEGS_MAX)
@@ -996,6 +1014,32 @@ static int items_check(const struct tail_spec *t, const uint8_t *p,
 	return 0;
 }
 
+/*
+ * The bytes that follow the items (t->items_data): segments from the wire
+ * (p) or the caller's (segs).  A push's lengths are checked here: each is
+ * at most BCP_SEG_LEN_MAX already, so 1024 of them cannot overflow.
+ */
+static int items_data_len(const struct tail_spec *t, const uint8_t *p,
+			  const struct bcp_seg *segs, size_t *out,
+			  enum bcp_err *why)
+{
+	size_t sum = 0;
+	uint32_t i;
+
+	*out = 0;
+	if (t->items_data == ID_EXACT) {
+		*out = t->data_len;
+	} else if (t->items_data == ID_SEGS) {
+		for (i = 0; i < t->count; i++)
+			sum += segs ? segs[i].length :
+			       get_le32(p + (size_t)i * 32 + 16); /* length */
+		if (sum > BCP_BATCH_INLINE_MAX)
+			return fail(why, BCP_E_SEG_LENGTH, -E2BIG);
+		*out = sum;
+	}
+	return 0;
+}
+
 /* ---- decode ---- */
 
 int bcp_decode(const void *frame, size_t len, struct bcp_msg *m,
@@ -1057,12 +1101,21 @@ int bcp_decode(const void *frame, size_t len, struct bcp_msg *m,
 		goto out_ok;
 	}
 	if (t.item_kind != IK_NONE) {
-		if (tlen != t.items_len)
+		if (tlen < t.items_len)
 			return fail(why, BCP_E_COUNT_MISMATCH, -EBADMSG);
 		ret = items_check(&t, p, why);
 		if (ret)
 			return ret;
+		ret = items_data_len(&t, p, NULL, &need, why);
+		if (ret)
+			return ret;
+		if (tlen != t.items_len + need)
+			return fail(why, BCP_E_COUNT_MISMATCH, -EBADMSG);
 		m->items = p;
+		if (need) {
+			m->data = p + t.items_len;
+			m->data_len = (uint32_t)need;
+		}
 		goto out_ok;
 	}
 
@@ -1219,6 +1272,10 @@ static int encode_plan(const struct bcp_msg *m, struct bcp_hdr *h,
 		if (items_encode(m, t, NULL, why))
 			return -EINVAL;
 		plen += t->items_len;
+		if (items_data_len(t, m->items, m->segs, data_len, why))
+			return -EINVAL;
+		if (m->data_len != *data_len || (m->data_len && !m->data))
+			return fail(why, BCP_E_COUNT_MISMATCH, -EINVAL);
 	} else if (t->name_kind == NK_TARGET) {
 		if (m->data_len != t->name_len || !m->data ||
 		    target_check(m->data, t->name_len, why))

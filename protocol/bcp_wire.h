@@ -39,6 +39,11 @@
  *      whole of a small file, and its reply (open_rep, also OPENDIR's and
  *      REOPEN's) carries the file's attributes and, with BCP_OPEN_DATA,
  *      its bytes.  Layouts changed, so version 2 is no longer spoken.
+ *   3 + BCP_FEAT_BATCH_INLINE: a BATCH_PULL or BATCH_PUSH of at most
+ *      BCP_BATCH_INLINE_MAX bytes may carry them in its frames
+ *      (BCP_BATCH_INLINE): a push's bytes follow its segments, a pull's
+ *      reply may bring its bytes after the statuses (batch_rep's pad0
+ *      becomes data_len, zero everywhere else).
  */
 #ifndef BCP_WIRE_H
 #define BCP_WIRE_H
@@ -70,6 +75,7 @@
 #define BCP_CLIENT_ID_LEN	16	/* HELLO: the host's lasting id */
 #define BCP_REBINDS_MAX		2048	/* entries in one REBIND */
 #define BCP_OPEN_PEEK_MAX	(64u * 1024) /* OPEN: a small file's bytes */
+#define BCP_BATCH_INLINE_MAX	(64u * 1024) /* BCP_BATCH_INLINE: bytes */
 
 /* Header flags. */
 #define BCP_HF_REPLY		0x1u	/* this frame is a reply */
@@ -92,7 +98,8 @@
 #define BCP_FEAT_RESUME		(1ull << 6) /* fids, REBIND, REOPEN, replay */
 #define BCP_FEAT_NOTIFY		(1ull << 7) /* the agent sends NOTIFY */
 #define BCP_FEAT_CREATED	(1ull << 8) /* BCP_OPEN_CREATED */
-#define BCP_FEAT_ALL		((1ull << 9) - 1)
+#define BCP_FEAT_BATCH_INLINE	(1ull << 9) /* BCP_BATCH_INLINE */
+#define BCP_FEAT_ALL		((1ull << 10) - 1)
 
 enum bcp_opcode {
 	BCP_OP_HELLO = 1,
@@ -400,12 +407,21 @@ enum bcp_notify_kind {
  * BATCH_PULL (object -> host region) and BATCH_PUSH (host region -> object):
  * tail: count x struct bcp_w_seg.  Reply tail: count x S32 status (bytes
  * moved, or -errno for that segment alone), padded with zeros to 8.
+ *
+ * flags BCP_BATCH_INLINE (BCP_FEAT_BATCH_INLINE; the segments' lengths add
+ * up to at most BCP_BATCH_INLINE_MAX): a PUSH's bytes follow its segments,
+ * each segment's in turn, and the agent takes them from there; a PULL's
+ * reply may bring its bytes after the statuses, data_len of them: each
+ * segment's delivered bytes (its status, when positive) in turn.  A pull
+ * reply with data_len 0 delivered its bytes into the region as usual.
+ * data_len is 0 in every other reply (and in REBIND's).
  */
+#define BCP_BATCH_INLINE	0x1u
 #define BCP_BATCH_REQ_FIELDS(X) X(U32, count) X(U32, flags)
 #define BCP_SEG_FIELDS(X) \
 	X(U64, fh) X(U64, offset) X(U32, length) X(U32, region_id) \
 	X(U64, region_off)
-#define BCP_BATCH_REP_FIELDS(X) X(U32, count) X(PAD32, pad0)
+#define BCP_BATCH_REP_FIELDS(X) X(U32, count) X(U32, data_len)
 /*
  * Data connection (tcp transport): the agent plays the RDMA engine.
  * DATA_WRITE: tail length bytes, the host stores them at region_off and

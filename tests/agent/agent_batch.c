@@ -4,7 +4,12 @@
  * 64 KiB slots: random sizes and offsets verified byte for byte over both
  * transports (shm on the unix socket, tcp on 127.0.0.1), then raw batches
  * over shm: one bad segment of each kind fails only itself, and a batch
- * larger than all slots together completes.
+ * larger than all slots together completes.  Inline batches
+ * (BCP_BATCH_INLINE): a push's bytes come from its frame and a pull's in
+ * its reply, never through the region, with the fast path and through the
+ * staging slots (--inline-max 0); a pull asking more than the frame may
+ * carry moves through the region; a session that did not negotiate the
+ * feature gets -EINVAL.
  */
 #include "config.h"
 
@@ -212,6 +217,117 @@ static void raw_batches(struct t_agent *a)
 	close(mfd);
 }
 
+#define INL_FILE	(200u * 1024)
+
+/* A BATCH_PULL of count segs asking BCP_BATCH_INLINE; its status. */
+static int inline_pull(int fd, uint64_t id, const struct bcp_seg *segs,
+		       uint32_t count, struct bcp_msg *rep, uint8_t *buf)
+{
+	struct bcp_msg m;
+
+	bcp_msg_init(&m, BCP_OP_BATCH_PULL, id);
+	m.u.batch_req.count = count;
+	m.u.batch_req.flags = BCP_BATCH_INLINE;
+	m.segs = segs;
+	return t_raw_call(fd, &m, rep, buf, BCP_FRAME_MAX);
+}
+
+static void raw_inline(struct t_agent *a)
+{
+	static uint8_t pat[INL_FILE], back[INL_FILE], data[BCP_FRAME_MAX],
+		buf[BCP_FRAME_MAX];
+	static const uint8_t none[BCP_CLIENT_ID_LEN];
+	struct bcp_seg segs[6];
+	struct bcp_msg m, rep;
+	uint64_t fh, root;
+	size_t rlen = 1u << 20;
+	uint8_t *region;
+	char path[600];
+	uint32_t i;
+	int fd;
+
+	for (i = 0; i < INL_FILE; i++)
+		pat[i] = (uint8_t)(i * 11 + (i >> 9) + 3);
+	snprintf(path, sizeof(path), "%s/inl", a->root);
+	fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+	T_EQ(write(fd, pat, INL_FILE), INL_FILE);
+	close(fd);
+	fd = t_raw_shm_session(a, "inl", rlen, &region, &fh);
+	memset(region, 0, rlen);
+
+	/* PUSH: the bytes are the frame's (the region holds zeros) */
+	segs[0] = (struct bcp_seg){ fh, 0, 5000, 7, 0 };
+	segs[1] = (struct bcp_seg){ fh + 999, 0, 100, 7, 8192 };
+	segs[2] = (struct bcp_seg){ fh, 10000, 3000, 7, 16384 };
+	for (i = 0; i < 8100; i++)
+		data[i] = (uint8_t)(i * 5 + 1);
+	bcp_msg_init(&m, BCP_OP_BATCH_PUSH, 20);
+	m.u.batch_req.count = 3;
+	m.u.batch_req.flags = BCP_BATCH_INLINE;
+	m.segs = segs;
+	m.data = data;
+	m.data_len = 8100;
+	T_EQ(t_raw_call(fd, &m, &rep, buf, sizeof(buf)), 0);
+	T_EQ(bcp_msg_status(&rep, 0), 5000);
+	T_EQ(bcp_msg_status(&rep, 1), -EBADF);
+	T_EQ(bcp_msg_status(&rep, 2), 3000);
+	T_EQ(rep.u.batch_rep.data_len, 0);
+	memcpy(pat, data, 5000);
+	memcpy(pat + 10000, data + 5100, 3000);
+	{
+		int dfd = open(path, O_RDONLY);
+
+		T_EQ(pread(dfd, back, INL_FILE, 0), INL_FILE);
+		close(dfd);
+		T_CHECK(!memcmp(back, pat, INL_FILE));
+	}
+
+	/* PULL: the bytes delivered, in turn, in the reply */
+	memset(region, 0xee, rlen);
+	segs[0] = (struct bcp_seg){ fh, 1, 5000, 7, 0 };
+	segs[1] = (struct bcp_seg){ fh, INL_FILE - 100, 4096, 7, 8192 };
+	segs[2] = (struct bcp_seg){ fh, INL_FILE + 10, 10, 7, 16384 };
+	segs[3] = (struct bcp_seg){ fh + 999, 0, 100, 7, 20480 };
+	segs[4] = (struct bcp_seg){ fh, 9000, 3000, 7, 24576 };
+	T_EQ(inline_pull(fd, 21, segs, 5, &rep, buf), 0);
+	T_EQ(bcp_msg_status(&rep, 0), 5000);
+	T_EQ(bcp_msg_status(&rep, 1), 100);
+	T_EQ(bcp_msg_status(&rep, 2), 0);
+	T_EQ(bcp_msg_status(&rep, 3), -EBADF);
+	T_EQ(bcp_msg_status(&rep, 4), 3000);
+	T_EQ(rep.u.batch_rep.data_len, 8100);
+	T_EQ(rep.data_len, 8100);
+	T_CHECK(!memcmp(rep.data, pat + 1, 5000));
+	T_CHECK(!memcmp((const uint8_t *)rep.data + 5000,
+			pat + INL_FILE - 100, 100));
+	T_CHECK(!memcmp((const uint8_t *)rep.data + 5100, pat + 9000, 3000));
+	for (i = 0; i < 32768; i++)
+		if (region[i] != 0xee)
+			break;
+	T_EQ(i, 32768);		/* the region was left alone */
+
+	/* more than a frame carries: through the region as usual */
+	segs[0] = (struct bcp_seg){ fh, 0, 40000, 7, 0 };
+	segs[1] = (struct bcp_seg){ fh, 50000, 40000, 7, 65536 };
+	T_EQ(inline_pull(fd, 22, segs, 2, &rep, buf), 0);
+	T_EQ(bcp_msg_status(&rep, 0), 40000);
+	T_EQ(bcp_msg_status(&rep, 1), 40000);
+	T_EQ(rep.u.batch_rep.data_len, 0);
+	T_CHECK(!memcmp(region, pat, 40000));
+	T_CHECK(!memcmp(region + 65536, pat + 50000, 40000));
+	close(fd);
+	munmap(region, rlen);
+
+	/* not negotiated: refused */
+	fd = t_raw_connect(a, 0);
+	T_EQ(t_raw_handshake_features(fd, a->secret, none,
+				      BCP_FEAT_ALL & ~BCP_FEAT_BATCH_INLINE,
+				      &root, NULL), 0);
+	segs[0] = (struct bcp_seg){ fh, 0, 10, 7, 0 };
+	T_EQ(inline_pull(fd, 23, segs, 1, &rep, buf), -EINVAL);
+	close(fd);
+}
+
 int main(void)
 {
 	struct t_agent a;
@@ -222,6 +338,14 @@ int main(void)
 	random_rw(&a, 0);
 	random_rw(&a, 1);
 	raw_batches(&a);
+	raw_inline(&a);
+	T_EQ(t_agent_stop(&a), 0);
+
+	/* inline batches through the staging slots */
+	a.extra[0] = "--inline-max";
+	a.extra[1] = "0";
+	t_agent_start(&a);
+	raw_inline(&a);
 	T_EQ(t_agent_stop(&a), 0);
 	t_agent_cleanup(&a);
 	return 0;

@@ -6,7 +6,8 @@
  * random ranges (1 byte .. 1 MiB) with several I/Os in flight each; every
  * pull is compared byte for byte with a reference copy, the whole file is
  * checked through the client and in the agent's root directory, EOF gives
- * short and empty pulls, and the stats show batches of several segments.
+ * short and empty pulls, and the stats show batches of several segments
+ * and, over tcp, small batches with their bytes in their frames.
  */
 #include "config.h"
 
@@ -305,11 +306,24 @@ static void run(const struct th_agent *a, const char *addr,
 	}
 
 	bcp_client_stats(c, &st);
-	printf("calls %llu batches %llu segments %llu pulled %llu pushed %llu\n",
+	printf("calls %llu batches %llu (inline %llu) segments %llu pulled %llu pushed %llu\n",
 	       (unsigned long long)st.calls, (unsigned long long)st.batches,
+	       (unsigned long long)st.batches_inline,
 	       (unsigned long long)st.segments,
 	       (unsigned long long)st.bytes_pulled,
 	       (unsigned long long)st.bytes_pushed);
+	/* tcp: the small batches carry their bytes in their frames */
+	if (expect_t == BCP_XFER_TCP)
+		TH_CHECK(st.batches_inline > 0 &&
+			 st.batches_inline < st.batches,
+			 "%llu of %llu batches inline over tcp",
+			 (unsigned long long)st.batches_inline,
+			 (unsigned long long)st.batches);
+	else
+		TH_CHECK(st.batches_inline == 0,
+			 "%llu batches inline over %s",
+			 (unsigned long long)st.batches_inline,
+			 bcp_transport_name(expect_t));
 	TH_CHECK(st.segments > st.batches,
 		 "no coalescing: %llu segments in %llu batches",
 		 (unsigned long long)st.segments,

@@ -395,6 +395,79 @@ static void batch_base(uint32_t count, uint32_t length, uint64_t offset)
 		    offset);
 }
 
+/* A reply of op with two statuses and 5 bytes after them. */
+static void inline_reply(struct bcp_msg *m, uint16_t op, const int32_t *st,
+			 const uint8_t *data)
+{
+	struct bcp_msg req;
+
+	bcp_msg_init(&req, op, 9);
+	bcp_msg_init_reply(m, &req, 0);
+	m->u.batch_rep.count = 2;
+	m->u.batch_rep.data_len = 5;
+	m->statuses = st;
+	m->data = data;
+	m->data_len = 5;
+}
+
+/* BCP_BATCH_INLINE: a push's bytes after its segments, a pull's reply's */
+static void inline_cases(void)
+{
+	static uint8_t data[2 * 40000];
+	struct bcp_seg segs[2];
+	struct bcp_msg m;
+	int32_t st[2] = { 3, 2 };
+
+	segs[0] = (struct bcp_seg){ 7, 0, 3, 1, 0 };
+	segs[1] = (struct bcp_seg){ 7, 100, 2, 1, 4096 };
+	bcp_msg_init(&m, BCP_OP_BATCH_PUSH, 1);
+	m.u.batch_req.count = 2;
+	m.u.batch_req.flags = BCP_BATCH_INLINE;
+	m.segs = segs;
+	m.data = data;
+	m.data_len = 5;
+	build(&m);
+	EXPECT("inline push of 5 bytes", BCP_E_OK, 0);
+	resize(-1);
+	EXPECT("inline push a byte short", BCP_E_COUNT_MISMATCH, -EBADMSG);
+	resize(2);
+	EXPECT("inline push a byte over", BCP_E_COUNT_MISMATCH, -EBADMSG);
+	segs[0].length = 40000;
+	segs[1].length = 40000;
+	m.data_len = 80000;
+	CHECK(bcp_encode(f, sizeof(f), &m) == -EINVAL,
+	      "an inline push over BCP_BATCH_INLINE_MAX is not encoded");
+	segs[1].length = BCP_BATCH_INLINE_MAX - 40000;
+	m.data_len = BCP_BATCH_INLINE_MAX;
+	build(&m);
+	EXPECT("inline push of BCP_BATCH_INLINE_MAX", BCP_E_OK, 0);
+	p32(BODY + 8 + 32 + offsetof(struct bcp_w_seg, length),
+	    BCP_BATCH_INLINE_MAX - 40000 + 1);
+	resize(1);
+	EXPECT("inline push over BCP_BATCH_INLINE_MAX", BCP_E_SEG_LENGTH,
+	       -E2BIG);
+
+	inline_reply(&m, BCP_OP_BATCH_PULL, st, data);
+	build(&m);
+	EXPECT("inline pull reply", BCP_E_OK, 0);
+	resize(-1);
+	EXPECT("inline pull reply a byte short", BCP_E_COUNT_MISMATCH,
+	       -EBADMSG);
+	build(&m);
+	p32(WOFF(batch_rep, data_len), BCP_BATCH_INLINE_MAX + 1);
+	EXPECT("inline pull reply over BCP_BATCH_INLINE_MAX",
+	       BCP_E_BAD_FIELD, -E2BIG);
+	inline_reply(&m, BCP_OP_BATCH_PUSH, st, data);
+	CHECK(bcp_encode(f, sizeof(f), &m) == -EINVAL,
+	      "a push reply with data is not encoded");
+	m.u.batch_rep.data_len = 0;
+	m.data_len = 0;
+	build(&m);
+	p32(WOFF(batch_rep, data_len), 5);
+	resize(5);
+	EXPECT("push reply with data", BCP_E_BAD_FIELD, -EINVAL);
+}
+
 static void batch_cases(void)
 {
 	struct bcp_msg req, m;
@@ -416,8 +489,12 @@ static void batch_cases(void)
 	p32(WOFF(batch_req, count), 3);
 	EXPECT("count 3, 2 segments", BCP_E_COUNT_MISMATCH, -EBADMSG);
 	batch_base(2, 4096, 0);
-	p32(WOFF(batch_req, flags), 1);
+	p32(WOFF(batch_req, flags), 2);
 	EXPECT("batch flags", BCP_E_BAD_FIELD, -EINVAL);
+	batch_base(2, 4096, 0);
+	p32(WOFF(batch_req, flags), BCP_BATCH_INLINE);
+	EXPECT("inline pull", BCP_E_OK, 0);
+	inline_cases();
 	batch_base(1, 4096, 0);
 	p32(BODY + 8 + offsetof(struct bcp_w_seg, length), 0);
 	EXPECT("segment length 0", BCP_E_SEG_LENGTH, -EINVAL);

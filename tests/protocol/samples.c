@@ -487,6 +487,7 @@ static void fix_reply(struct sample *s, uint64_t *seed)
 	case BCP_OP_BATCH_PUSH:
 	case BCP_OP_REBIND:
 		m->u.batch_rep.count = 3;
+		m->u.batch_rep.data_len = 0;
 		s->statuses[0] = 4096;
 		s->statuses[1] = 0;
 		s->statuses[2] = -ENOENT;
