@@ -160,8 +160,10 @@ static void unregion(struct seq *q, uint32_t id)
 }
 
 /* count segments of len bytes of fh, back to back in file and region */
-static void batch(struct seq *q, uint16_t op, uint64_t fh, uint32_t count,
-		  uint32_t len, uint32_t region_id)
+/* data: BCP_BATCH_INLINE, a push's count * len bytes (a pull: non-NULL) */
+static void batch_data(struct seq *q, uint16_t op, uint64_t fh,
+		       uint32_t count, uint32_t len, uint32_t region_id,
+		       const uint8_t *data)
 {
 	struct bcp_seg segs[16];
 	struct bcp_msg m;
@@ -177,7 +179,20 @@ static void batch(struct seq *q, uint16_t op, uint64_t fh, uint32_t count,
 	bcp_msg_init(&m, op, 0);
 	m.u.batch_req.count = i;
 	m.segs = segs;
+	if (data) {
+		m.u.batch_req.flags = BCP_BATCH_INLINE;
+		if (op == BCP_OP_BATCH_PUSH) {
+			m.data = data;
+			m.data_len = i * len;
+		}
+	}
 	rec(q, 0, &m);
+}
+
+static void batch(struct seq *q, uint16_t op, uint64_t fh, uint32_t count,
+		  uint32_t len, uint32_t region_id)
+{
+	batch_data(q, op, fh, count, len, region_id, NULL);
 }
 
 static void setxattr_op(struct seq *q, uint64_t h, const char *name,
@@ -422,6 +437,22 @@ static void seq_names(struct seq *q)
 	handle_op(q, BCP_OP_READLINK, FZS_NODE(0));
 }
 
+/* A tcp host's small batches: the bytes in the frames (BCP_BATCH_INLINE) */
+static void seq_inline(struct seq *q)
+{
+	static uint8_t data[3 * 4096];
+	uint32_t i;
+
+	for (i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 3 + 1);
+	create(q, FZS_ROOT, "i");
+	region(q, 3, 1u << 20);
+	batch_data(q, BCP_OP_BATCH_PUSH, FZS_FH(0), 3, 4096, 3, data);
+	batch_data(q, BCP_OP_BATCH_PULL, FZS_FH(0), 3, 4096, 3, data);
+	/* more than an inline batch may hold: through the region */
+	batch_data(q, BCP_OP_BATCH_PULL, FZS_FH(0), 16, 8192, 3, data);
+}
+
 /* Frames cut between records and waits between them. */
 static void seq_sync(struct seq *q)
 {
@@ -438,9 +469,10 @@ int main(int argc, char **argv)
 {
 	static void (*const seqs[])(struct seq *) = {
 		seq_pull, seq_push, seq_dir, seq_xattr, seq_names, seq_sync,
+		seq_inline,
 	};
 	static const char *const names[] = {
-		"pull", "push", "dir", "xattr", "names", "sync",
+		"pull", "push", "dir", "xattr", "names", "sync", "inline",
 	};
 	static struct sample s;
 	static struct seq q;
