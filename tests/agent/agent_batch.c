@@ -8,8 +8,9 @@
  * (BCP_BATCH_INLINE): a push's bytes come from its frame and a pull's in
  * its reply, never through the region, with the fast path and through the
  * staging slots (--inline-max 0); a pull asking more than the frame may
- * carry moves through the region; a session that did not negotiate the
- * feature gets -EINVAL.
+ * carry moves through the region, as do those the agent's output has no
+ * room for (a host that does not read its replies); a session that did
+ * not negotiate the feature gets -EINVAL.
  */
 #include "config.h"
 
@@ -328,6 +329,72 @@ static void raw_inline(struct t_agent *a)
 	close(fd);
 }
 
+#define FLOOD_N		48
+#define FLOOD_STEP	65536u
+
+/*
+ * A host that sends many inline pulls before it reads a reply: the
+ * agent's output fills, and the pulls it can no longer hold room for
+ * move through the region instead; every one is answered, right.
+ */
+static void raw_inline_flood(struct t_agent *a)
+{
+	static uint8_t pat[FLOOD_N * FLOOD_STEP], buf[BCP_FRAME_MAX];
+	size_t rlen = FLOOD_N * FLOOD_STEP;
+	unsigned int inl = 0, region_path = 0;
+	struct bcp_msg m, rep;
+	struct bcp_seg sg;
+	uint8_t *region;
+	char path[600];
+	uint64_t fh;
+	uint32_t i;
+	int fd;
+
+	for (i = 0; i < sizeof(pat); i++)
+		pat[i] = (uint8_t)(i * 29 + (i >> 16));
+	snprintf(path, sizeof(path), "%s/flood", a->root);
+	fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0644);
+	T_EQ(write(fd, pat, sizeof(pat)), sizeof(pat));
+	close(fd);
+	fd = t_raw_shm_session(a, "flood", rlen, &region, &fh);
+	memset(region, 0xee, rlen);
+	for (i = 0; i < FLOOD_N; i++) {
+		/* lengths that do not divide the output's room evenly */
+		sg = (struct bcp_seg){ fh, (uint64_t)i * FLOOD_STEP,
+				       FLOOD_STEP - i * 13, 7,
+				       (uint64_t)i * FLOOD_STEP };
+		bcp_msg_init(&m, BCP_OP_BATCH_PULL, 100 + i);
+		m.u.batch_req.count = 1;
+		m.u.batch_req.flags = BCP_BATCH_INLINE;
+		m.segs = &sg;
+		T_EQ(t_raw_send(fd, &m), 0);
+	}
+	for (i = 0; i < FLOOD_N; i++) {
+		uint32_t k, len;
+		uint64_t off;
+
+		T_EQ(t_raw_recv(fd, &rep, buf, sizeof(buf), 10000), 0);
+		k = (uint32_t)rep.hdr.req_id - 100;
+		T_CHECK(k < FLOOD_N);
+		off = (uint64_t)k * FLOOD_STEP;
+		len = FLOOD_STEP - k * 13;
+		T_EQ(bcp_msg_status(&rep, 0), len);
+		if (rep.u.batch_rep.data_len) {
+			T_EQ(rep.data_len, len);
+			T_CHECK(!memcmp(rep.data, pat + off, len));
+			inl++;
+		} else {
+			T_CHECK(!memcmp(region + off, pat + off, len));
+			region_path++;
+		}
+	}
+	printf("flood: %u pulls inline, %u through the region\n", inl,
+	       region_path);
+	T_CHECK(inl > 0 && region_path > 0);
+	close(fd);
+	munmap(region, rlen);
+}
+
 int main(void)
 {
 	struct t_agent a;
@@ -339,6 +406,7 @@ int main(void)
 	random_rw(&a, 1);
 	raw_batches(&a);
 	raw_inline(&a);
+	raw_inline_flood(&a);
 	T_EQ(t_agent_stop(&a), 0);
 
 	/* inline batches through the staging slots */
