@@ -1520,15 +1520,6 @@ static void sender_forget(struct bcp_client *c, uint32_t n, uint64_t epoch)
 	send_frame(c, c->bbuf, (size_t)len, epoch);
 }
 
-/* Send one batch from the queues.  Called with no lock held. */
-/*
- * Send what is queued as one batch, encoded with segs and buf: the
- * sender's own, or (direct) those of the submitter that holds
- * direct_busy.  The sender waits for a slot; a direct submitter takes one
- * only if it is free at once.  Returns 1 when a slot was taken (the
- * batch sent, or its I/Os completed or put back), 0 when none was free.
- * No lock held.
- */
 /*
  * A batch of these I/Os may move its bytes in its frames (tcp: the data
  * connection's transfers, each answered, cost two more wake-ups than the
@@ -1549,6 +1540,14 @@ static int client_inline(const struct bcp_client *c, const struct bcp_io *io)
 	return (int)len;
 }
 
+/*
+ * Send what is queued as one batch, encoded with segs and buf: the
+ * sender's own, or (direct) those of the submitter that holds
+ * direct_busy.  The sender waits for a slot; a direct submitter takes one
+ * only if it is free at once.  Returns 1 when a slot was taken (the
+ * batch sent, or its I/Os completed or put back), 0 when none was free.
+ * No lock held.
+ */
 static int client_batch(struct bcp_client *c, int direct,
 			struct bcp_seg *segs, uint8_t *buf)
 {
