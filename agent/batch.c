@@ -658,6 +658,28 @@ static void batch_inline(struct agent_batch *b, uint32_t i)
 }
 
 /*
+ * ibuf for b->ilen bytes: grown to a power of two from 4 KiB up, and
+ * kept, so that a session of small I/Os holds small buffers.  0 or
+ * -ENOMEM (the batch then moves its bytes through the region).
+ */
+static int batch_inline_room(struct agent_batch *b)
+{
+	uint32_t cap = b->icap ? b->icap : 4096;
+	uint8_t *p;
+
+	while (cap < b->ilen)
+		cap *= 2;
+	if (cap == b->icap)
+		return 0;
+	p = realloc(b->ibuf, cap);
+	if (!p)
+		return -ENOMEM;
+	b->ibuf = p;
+	b->icap = cap;
+	return 0;
+}
+
+/*
  * BCP_BATCH_INLINE asked (the decoder checked the lengths: at most
  * BCP_BATCH_INLINE_MAX in all, a push's bytes all there): take it when
  * ibuf can be had and, for a pull, the output has room for the bytes;
@@ -683,9 +705,7 @@ static void batch_inline_take(struct agent_batch *b, const struct bcp_msg *m)
 	b->ilen = (uint32_t)len;
 	if (b->op == BCP_OP_BATCH_PUSH && m->data_len != b->ilen)
 		return;
-	if (!b->ibuf)
-		b->ibuf = malloc(BCP_BATCH_INLINE_MAX);
-	if (!b->ibuf)
+	if (batch_inline_room(b) < 0)
 		return;
 	if (b->op == BCP_OP_BATCH_PULL) {
 		if (agent_session_inline_hold(b->s, b->ilen) < 0)

@@ -86,11 +86,12 @@ struct agent_batch {
 	 * BCP_BATCH_INLINE taken: the bytes move through ibuf (a push's
 	 * from the request, a pull's into the reply), segment i's at
 	 * ipos[i], instead of the host's region.  ibuf is the batch's
-	 * for the session's life, allocated on first use.
+	 * for the session's life, grown as needed (batch.c).
 	 */
 	int inl;
 	uint32_t ilen;			/* bytes of every segment */
-	uint8_t *ibuf;			/* BCP_BATCH_INLINE_MAX bytes */
+	uint32_t icap;			/* bytes ibuf holds */
+	uint8_t *ibuf;
 	uint32_t ipos[BCP_SEGS_MAX];
 };
 
