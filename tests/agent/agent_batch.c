@@ -373,7 +373,10 @@ static void raw_inline_flood(struct t_agent *a)
 		uint32_t k, len;
 		uint64_t off;
 
-		T_EQ(t_raw_recv(fd, &rep, buf, sizeof(buf), 10000), 0);
+		do {	/* a NOTIFY (the file written beside it) is no reply */
+			T_EQ(t_raw_recv(fd, &rep, buf, sizeof(buf), 10000), 0);
+		} while (rep.hdr.opcode == BCP_OP_NOTIFY &&
+			 !(rep.hdr.flags & BCP_HF_REPLY));
 		k = (uint32_t)rep.hdr.req_id - 100;
 		T_CHECK(k < FLOOD_N);
 		off = (uint64_t)k * FLOOD_STEP;
