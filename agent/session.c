@@ -290,6 +290,16 @@ int agent_session_flush(struct agent_session *s)
 }
 
 /*
+ * The output room kept for what may still come: the next frame's reply,
+ * every batch reply, every pool call's reply and inline pull's bytes.
+ */
+static uint32_t session_reserved(const struct agent_session *s)
+{
+	return BCP_FRAME_MAX + s->jobs_rsv + s->inl_rsv +
+	       AGENT_INFLIGHT_MAX * SESS_BATCH_REP_MAX;
+}
+
+/*
  * May another frame be read and served now?  The output must have room
  * for its reply, every batch reply and every pool call's reply that may
  * still come.
@@ -297,8 +307,7 @@ int agent_session_flush(struct agent_session *s)
 static int session_can_take(const struct agent_session *s)
 {
 	return s->state != SESS_CLOSING && !s->w->stopping &&
-	       SESS_WCAP - s->wlen >= BCP_FRAME_MAX + s->jobs_rsv +
-		       s->inl_rsv + AGENT_INFLIGHT_MAX * SESS_BATCH_REP_MAX;
+	       SESS_WCAP - s->wlen >= session_reserved(s);
 }
 
 /*
@@ -309,8 +318,7 @@ static int session_can_take(const struct agent_session *s)
  */
 int agent_session_inline_hold(struct agent_session *s, uint32_t len)
 {
-	uint64_t keep = (uint64_t)BCP_FRAME_MAX + s->jobs_rsv + s->inl_rsv +
-			AGENT_INFLIGHT_MAX * SESS_BATCH_REP_MAX + len;
+	uint64_t keep = (uint64_t)session_reserved(s) + len;
 
 	if (SESS_WCAP - s->wlen < keep)
 		return -ENOSPC;
@@ -328,8 +336,7 @@ int agent_session_inline_hold(struct agent_session *s, uint32_t len)
  */
 static uint32_t session_notify_room(const struct agent_session *s)
 {
-	uint32_t keep = BCP_FRAME_MAX + s->jobs_rsv + s->inl_rsv +
-			AGENT_INFLIGHT_MAX * SESS_BATCH_REP_MAX;
+	uint32_t keep = session_reserved(s);
 	uint32_t room = SESS_WCAP - s->wlen;
 
 	return room > keep ? room - keep : 0;

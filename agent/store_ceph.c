@@ -1091,12 +1091,6 @@ static int cs_file_claim(struct ceph_store *s, uint32_t idx)
 	return -EEXIST;
 }
 
-/*
- * A new fh for fh or dir (ownership moves here on success, with fh's
- * cs_dio_get() count when dio_ino is not 0) on node n (referenced here
- * for the file's life).  want: 0 for any slot, or the fh value to
- * install (REOPEN).
- */
 /* 0 while the session may open one more file, else -EMFILE (said). */
 static int cs_file_room(const struct ceph_store *s)
 {
@@ -1107,6 +1101,12 @@ static int cs_file_room(const struct ceph_store *s)
 	return -EMFILE;
 }
 
+/*
+ * A new fh for fh or dir (ownership moves here on success, with fh's
+ * cs_dio_get() count when dio_ino is not 0) on node n (referenced here
+ * for the file's life).  want: 0 for any slot, or the fh value to
+ * install (REOPEN).
+ */
 static int cs_file_new(struct ceph_store *s, struct Fh *cfh,
 		       struct ceph_dir_result *dir, uint64_t dio_ino,
 		       struct ceph_node *n, uint64_t want, uint64_t *fh)

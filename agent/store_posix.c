@@ -1162,11 +1162,6 @@ static int store_file_claim(struct posix_store *s, uint32_t idx)
 	return -EEXIST;
 }
 
-/*
- * Takes ownership of fd on success (counted in the descriptor budget).
- * want: 0 for any slot, or the fh value to install (REOPEN).  n: the
- * node it is open on.
- */
 /* 0 while the session may open one more file, else -EMFILE (said). */
 static int store_file_room(const struct posix_store *s)
 {
@@ -1177,6 +1172,11 @@ static int store_file_room(const struct posix_store *s)
 	return -EMFILE;
 }
 
+/*
+ * Takes ownership of fd on success (counted in the descriptor budget).
+ * want: 0 for any slot, or the fh value to install (REOPEN).  n: the
+ * node it is open on.
+ */
 static int store_file_new(struct posix_store *s, int fd, int dir,
 			  const struct store_node *n, uint64_t want,
 			  uint64_t *fh)
