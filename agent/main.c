@@ -57,6 +57,7 @@
 #define MAIN_FDS_SPARE		64	/* epoll, rings, eventfds, pool, log */
 #define MAIN_FDS_MIN		64	/* the least budget worth serving */
 #define MAIN_ACCEPT_PAUSE_MS	100	/* out of descriptors: stop accepting */
+#define MAIN_ACCEPT_BURST	16	/* accepts before reading first frames */
 
 struct agent_config agent_cfg = {
 	.queue_depth = 64,
@@ -1142,9 +1143,47 @@ static int main_accept_resume(int epfd, int timeout)
 	return timeout;
 }
 
+static void main_first_frame(int epfd, struct main_pending *p);
+
+/*
+ * The table is full: make room.  A connection whose first frame waits
+ * unread is served (a real host sends its HELLO at once, so under a
+ * flood its connection soon becomes the oldest); the oldest one with
+ * nothing waiting is dropped.  Serving reads at least a byte or frees the
+ * slot, and a first frame is at most MAIN_FIRST_MAX bytes, so this ends.
+ */
+static struct main_pending *main_pending_make_room(int epfd)
+{
+	struct main_pending *p;
+	unsigned int i, served;
+	char c;
+
+	for (served = 0;; served++) {
+		for (i = 0; i < MAIN_PENDING_MAX; i++)
+			if (pending[i].fd < 0)
+				return &pending[i];
+		p = main_pending_oldest();
+		if (served >= MAIN_PENDING_MAX ||
+		    recv(p->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) != 1)
+			break;
+		main_first_frame(epfd, p);
+	}
+	agent_warn_rl("limit of %d connections in handshake reached; "
+		      "dropping the oldest, from %s", MAIN_PENDING_MAX,
+		      p->peer);
+	main_pending_drop(epfd, p);
+	return p;
+}
+
+/*
+ * Accept a burst, then let the epoll loop read the first frames that
+ * came meanwhile: the listener is level-triggered and reports the rest.
+ */
 static void main_accept(int epfd, struct main_listener *l)
 {
-	for (;;) {
+	unsigned int burst;
+
+	for (burst = 0; burst < MAIN_ACCEPT_BURST; burst++) {
 		struct epoll_event ev = { .events = EPOLLIN };
 		struct main_pending *p = NULL;
 		unsigned int i;
@@ -1166,18 +1205,8 @@ static void main_accept(int epfd, struct main_listener *l)
 				break;
 			}
 		}
-		if (!p) {
-			/*
-			 * A real host sends its first frame at once: the
-			 * oldest silent connection makes room, so a flood
-			 * of them cannot lock the hosts out.
-			 */
-			p = main_pending_oldest();
-			agent_warn_rl("limit of %d connections in handshake "
-				      "reached; dropping the oldest, from %s",
-				      MAIN_PENDING_MAX, p->peer);
-			main_pending_drop(epfd, p);
-		}
+		if (!p)
+			p = main_pending_make_room(epfd);
 		if (!l->is_unix) {
 			int one = 1;
 
