@@ -1764,6 +1764,33 @@ static char *main_uuid(const char *state)
 	return out;
 }
 
+/*
+ * Where the cephfs store logs acknowledged writes (struct
+ * agent_store_spec, run_dir): systemd's RuntimeDirectory, else
+ * /run/bluecache-agent for root or the user's $XDG_RUNTIME_DIR, else the
+ * state directory; none with --state-dir none, as then nothing is to
+ * outlive the agent.  NULL when out of memory: no log.
+ */
+static char *main_run_dir(const char *state)
+{
+	const char *rt = getenv("RUNTIME_DIRECTORY");
+	const char *xdg = getenv("XDG_RUNTIME_DIR");
+	char *out = NULL;
+
+	if (!strcmp(state, "none"))
+		return strdup("none");
+	if (rt && rt[0] == '/') {
+		/* one directory per RuntimeDirectory= name, ':' between */
+		return strndup(rt, strcspn(rt, ":"));
+	}
+	if (geteuid() == 0)
+		return strdup("/run/bluecache-agent");
+	if (xdg && xdg[0] == '/' &&
+	    asprintf(&out, "%s/bluecache-agent", xdg) < 0)
+		return NULL;
+	return out ? out : strdup(state);
+}
+
 /* The store being opened on a thread of its own (main_store_open). */
 struct main_open {
 	int ret;
@@ -1846,6 +1873,7 @@ int main(int argc, char **argv)
 	if (ret < 0)
 		return 1;
 	main_cfg.spec.uuid = main_uuid(state);
+	main_cfg.spec.run_dir = main_run_dir(state);
 	if (main_store_open() < 0)
 		return 1;
 	agent_cfg.root_fd = agent_backend->root_fd;

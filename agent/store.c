@@ -22,6 +22,7 @@ void agent_store_spec_free(struct agent_store_spec *sp)
 	free(sp->id);
 	free(sp->fs);
 	free(sp->uuid);
+	free(sp->run_dir);
 	memset(sp, 0, sizeof(*sp));
 }
 

@@ -65,6 +65,13 @@ struct agent_store_spec {
 	 * until the MDS times it out.  NULL: no reclaim.
 	 */
 	char *uuid;
+	/*
+	 * cephfs: the directory acknowledged writes are logged in until the
+	 * cluster has them (ceph_wlog.h; set by main): a tmpfs, which
+	 * outlives the agent as the posix store's page cache does.  NULL or
+	 * "none": no log, each write waits for the cluster.
+	 */
+	char *run_dir;
 };
 
 /*

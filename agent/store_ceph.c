@@ -35,8 +35,9 @@
  * directory's stream has its own lock (one READDIR at a time on one fh),
  * taken with no other lock held.
  *
- * Durability: a write or SETATTR is answered once the cluster has it
- * (cs_wflags(), cfs_setattr()), as the posix store's are once the DPU's
+ * Durability: a write is answered once it is in the write log
+ * (ceph_wlog.h) or the cluster has it (cs_wflags()), a SETATTR once the
+ * cluster has it (cfs_setattr()), as the posix store's are once the DPU's
  * kernel has them: the daemon replays only what was not answered.
  *
  * Changes made by another Ceph client (a second agent on the same
@@ -66,6 +67,7 @@
 
 #include <cephfs/libcephfs.h>
 
+#include "ceph_wlog.h"
 #include "notify.h"
 #include "resume.h"
 #include "store.h"
@@ -146,6 +148,8 @@ struct ceph_backend {
 	pthread_mutex_t dio_lock;
 	struct cs_dio *dio[CS_DIO_BUCKETS];
 	size_t ndirect;			/* of them marked direct */
+	/* acknowledged writes not yet in the cluster, or NULL: none */
+	struct cs_wlog *wlog;
 };
 
 static void *cs_closer_main(void *arg)
@@ -351,6 +355,7 @@ struct agent_file {
 	struct ceph_dir_result *dir;	/* a directory */
 	struct ceph_node *node;		/* referenced while open */
 	uint64_t dio_ino;		/* fh counted by cs_dio_get(), or 0 */
+	int logged;			/* writes go to the wlog first */
 	pthread_mutex_t dlock;		/* one READDIR at a time on dir */
 	int dlock_init;
 	uint32_t gen;
@@ -1109,7 +1114,8 @@ static int cs_file_room(const struct ceph_store *s)
  */
 static int cs_file_new(struct ceph_store *s, struct Fh *cfh,
 		       struct ceph_dir_result *dir, uint64_t dio_ino,
-		       struct ceph_node *n, uint64_t want, uint64_t *fh)
+		       int logged, struct ceph_node *n, uint64_t want,
+		       uint64_t *fh)
 {
 	struct agent_file *f;
 	uint32_t idx;
@@ -1148,6 +1154,7 @@ static int cs_file_new(struct ceph_store *s, struct Fh *cfh,
 	f->isdir = !!dir;
 	f->fh = cfh;
 	f->dir = dir;
+	f->logged = logged;
 	f->dio_ino = dio_ino;
 	f->closing = 0;
 	f->node = n;
@@ -1341,10 +1348,13 @@ static int cfs_setattr(struct agent_store *bs,
 {
 	struct ceph_store *s = (struct ceph_store *)bs;
 	struct ceph_node *n = cs_node_get(s, r->handle);
+	uint64_t mark = 0;
 	int ret;
 
 	if (!n)
 		return -ESTALE;
+	if (s->cb->wlog)
+		mark = cs_wlog_mark(s->cb->wlog);
 	ret = cs_setattr(s, n, r);
 	/*
 	 * With exclusive capabilities the Ceph client keeps a new mode,
@@ -1353,6 +1363,9 @@ static int cfs_setattr(struct agent_store *bs,
 	 */
 	if (ret == 0)
 		ret = ceph_ll_sync_inode(s->cm, n->in, 0);
+	/* which also made the cluster have the writes logged before */
+	if (ret == 0 && s->cb->wlog)
+		cs_wlog_synced(s->cb->wlog, n->ino, mark);
 	if (ret == 0)
 		ret = cfs_getattr(bs, r->handle, 0, out);
 	/* even a failure may follow a step that was made (store_posix.c) */
@@ -1440,16 +1453,49 @@ static int cs_type_err(uint32_t mode)
  * The flags of the Fh for a host's open, before cs_dio_get() decides on
  * O_DIRECT (the application opened past the caches: see there).
  *
- * A write is acknowledged to the host only once it is in the OSDs: bytes
- * in the Ceph client's cache would die with the agent, and a host that
- * outlives its agent (the daemon replays only what was not answered)
- * must lose nothing.  O_DSYNC on every Fh that writes keeps the cache for
- * reads and makes each write flush its range (Client::_write); a direct
- * write waits for the OSDs anyway.
+ * A write is acknowledged to the host only once it would outlive the
+ * agent: bytes in the Ceph client's cache alone die with it, and a host
+ * that outlives its agent (the daemon replays only what was not answered)
+ * must lose nothing.  With a write log (ceph_wlog.h) a write through the
+ * cache is logged first, and the cluster gets it a moment later; without
+ * one, O_DSYNC on every Fh that writes keeps the cache for reads and
+ * makes each write flush its range (Client::_write).  A direct write
+ * waits for the OSDs anyway.
  */
-static uint32_t cs_wflags(uint32_t flags)
+static uint32_t cs_wflags(const struct ceph_store *s, uint32_t flags)
 {
-	return (flags & O_ACCMODE) == O_RDONLY ? flags : flags | O_DSYNC;
+	if ((flags & O_ACCMODE) == O_RDONLY || s->cb->wlog)
+		return flags;
+	return flags | O_DSYNC;
+}
+
+/* A Fh opened for flags whose writes go to the write log first. */
+static int cs_logged(const struct ceph_store *s, uint32_t flags,
+		     uint64_t dio_ino)
+{
+	return s->cb->wlog && dio_ino && (flags & O_ACCMODE) != O_RDONLY &&
+	       !(flags & (O_SYNC | O_DSYNC));
+}
+
+/*
+ * Make the cluster have the logged writes of ino (in) and retire them:
+ * before anything that changes its bytes past the log (a truncate,
+ * fallocate, a direct or synchronous write), which a replay of an older
+ * logged write must never undo.
+ */
+static int cs_settle(struct ceph_store *s, Inode *in, uint64_t ino)
+{
+	struct cs_wlog *w = s->cb->wlog;
+	uint64_t mark;
+	int ret;
+
+	if (!w || !cs_wlog_holds(w, ino))
+		return 0;
+	mark = cs_wlog_mark(w);
+	ret = ceph_ll_sync_inode(s->cm, in, 0);
+	if (ret == 0)
+		cs_wlog_synced(w, ino, mark);
+	return ret;
 }
 
 /*
@@ -1473,10 +1519,17 @@ static int cs_open_file(struct ceph_store *s, Inode *in, uint64_t ino,
 			return ret;
 		empty = x.stx_size == 0;
 	}
-	ret = cs_dio_get(s->cb, ino, cs_wflags(flags), &fl, &counted);
+	ret = cs_dio_get(s->cb, ino, cs_wflags(s, flags), &fl, &counted);
 	if (ret < 0)
 		return ret;
 	ret = ceph_ll_open(s->cm, in, (int)fl, cfh, s->cb->perms);
+	if (ret == 0 && (flags & O_TRUNC)) {
+		ret = cs_settle(s, in, ino);
+		if (ret < 0) {
+			ceph_ll_close(s->cm, *cfh);
+			*cfh = NULL;
+		}
+	}
 	if (ret == 0 && empty) {
 		memset(&x, 0, sizeof(x));
 		cs_now(&x.stx_mtime);
@@ -1510,7 +1563,7 @@ static int cs_created_fh(struct ceph_store *s, Inode *in, uint64_t ino,
 	int ret, counted;
 
 	*dio_ino = 0;
-	ret = cs_dio_get(s->cb, ino, cs_wflags(flags), &fl, &counted);
+	ret = cs_dio_get(s->cb, ino, cs_wflags(s, flags), &fl, &counted);
 	if (ret < 0)
 		return ret;
 	if (counted) {
@@ -1574,7 +1627,7 @@ static int cfs_create_file(struct agent_store *bs,
 	mode = cs_new_mode(s, p, r->mode, r->umask);
 	/* through the cacher at first: cs_created_fh() decides */
 	ret = ceph_ll_create(s->cm, p->in, cname, mode,
-			     (int)((cs_wflags(flags) & ~(uint32_t)O_DIRECT) |
+			     (int)((cs_wflags(s, flags) & ~(uint32_t)O_DIRECT) |
 				   O_CREAT | O_EXCL | O_NOFOLLOW),
 			     &in, &cfh, &x, CS_WANT, 0, s->cb->perms);
 	if (ret == 0) {
@@ -1612,7 +1665,8 @@ static int cfs_create_file(struct agent_store *bs,
 		cs_pub_name(s, BCP_NOTIFY_ENTRY, p, cname, 0, n->ino);
 	else if (flags & O_TRUNC)
 		cs_pub_inode(s, n->ino, 0, 0);
-	ret = cs_file_new(s, cfh, NULL, dio_ino, n, 0, &fh);
+	ret = cs_file_new(s, cfh, NULL, dio_ino, cs_logged(s, flags, dio_ino),
+			  n, 0, &fh);
 	cs_node_put(s, n);
 	if (ret < 0) {
 		cfs_forget_handle(s, e.handle, 1);
@@ -1952,7 +2006,9 @@ static int cs_open(struct ceph_store *s, uint64_t handle, uint32_t flags,
 		goto out_put;
 	if (!dir && (flags & O_TRUNC))
 		cs_pub_inode(s, n->ino, 0, 0);
-	ret = cs_file_new(s, cfh, cdir, dio_ino, n, want, &fh);
+	ret = cs_file_new(s, cfh, cdir, dio_ino,
+			  cs_logged(s, flags & CS_OPEN_FLAGS, dio_ino), n, want,
+			  &fh);
 	if (ret < 0) {
 		cs_close_later(s->cb, cfh, cdir, dio_ino);
 		goto out_put;
@@ -2343,12 +2399,40 @@ static void cfs_file_wrote(struct agent_store *bs, struct agent_file *f,
 		cs_pub_inode(s, f->node->ino, (int64_t)off, (int64_t)len);
 }
 
+/*
+ * A write through a Fh whose writes are logged: logged, written, then
+ * answered (ceph_wlog.h); when the log cannot take it, written and
+ * flushed.  A write past the log (direct, or O_DSYNC) first makes the
+ * cluster have the file's logged ones, which a replay must not write over
+ * it.
+ */
+static ssize_t cs_write(struct ceph_store *s, struct agent_file *f,
+			const void *buf, size_t len, uint64_t off)
+{
+	struct cs_wlog *w = s->cb->wlog;
+	uint32_t slot;
+	int logged = 0, ret, n;
+
+	if (f->logged)
+		logged = cs_wlog_add(w, f->node->ino, off, buf, len,
+				     &slot) == 0;
+	else if (w && (ret = cs_settle(s, f->node->in, f->node->ino)) < 0)
+		return ret;
+	n = ceph_ll_write(s->cm, f->fh, (int64_t)off, len, buf);
+	if (logged)
+		cs_wlog_done(w, slot, n > 0);
+	else if (f->logged && n > 0 &&
+		 (ret = ceph_ll_fsync(s->cm, f->fh, 0)) < 0)
+		return ret;
+	return n;
+}
+
 static ssize_t cfs_file_rw(struct agent_store *bs, struct agent_file *f,
 			    int write, void *buf, size_t len, uint64_t off)
 {
 	struct ceph_store *s = (struct ceph_store *)bs;
 	size_t done = 0;
-	int n;
+	ssize_t n;
 
 	if (off > INT64_MAX || len > INT64_MAX - off)
 		return -EFBIG;
@@ -2358,8 +2442,8 @@ static ssize_t cfs_file_rw(struct agent_store *bs, struct agent_file *f,
 							 len - done;
 
 		if (write)
-			n = ceph_ll_write(s->cm, f->fh, (int64_t)(off + done),
-					  chunk, (const char *)buf + done);
+			n = cs_write(s, f, (const char *)buf + done, chunk,
+				     off + done);
 		else
 			n = ceph_ll_read(s->cm, f->fh, (int64_t)(off + done),
 					 chunk, (char *)buf + done);
@@ -2615,6 +2699,9 @@ static int cs_call_fallocate(struct ceph_store *s, struct agent_store_call *c)
 				return ret;
 		}
 	}
+	ret = cs_settle(s, c->f->node->in, c->f->node->ino);
+	if (ret < 0)
+		return ret;
 	return ceph_ll_fallocate(s->cm, c->f->fh, (int)c->mode,
 				 (int64_t)c->off, (int64_t)c->len);
 }
@@ -2623,17 +2710,23 @@ static void cfs_call_run(struct agent_store_call *c)
 {
 	struct ceph_store *s = (struct ceph_store *)c->s;
 	struct ceph_node *n = c->priv;
+	uint64_t mark;
 	long ret;
 
 	switch (c->op) {
 	case BCP_OP_FSYNC:
 	case BCP_OP_FSYNCDIR:
+		mark = s->cb->wlog ? cs_wlog_mark(s->cb->wlog) : 0;
 		if (c->f && c->f->fh)
 			ret = ceph_ll_fsync(s->cm, c->f->fh, c->datasync);
 		else
 			ret = ceph_ll_sync_inode(s->cm,
 						 c->f ? c->f->node->in : n->in,
 						 c->datasync);
+		/* a data-only sync may leave the size to the client */
+		if (ret == 0 && s->cb->wlog && !c->datasync)
+			cs_wlog_synced(s->cb->wlog,
+				       c->f ? c->f->node->ino : n->ino, mark);
 		break;
 	case BCP_OP_FALLOCATE:
 		ret = cs_call_fallocate(s, c);
@@ -3520,6 +3613,7 @@ static void cfs_backend_close(struct agent_backend *b)
 
 	/* every session is gone: close what they left, then unmount */
 	cs_closer_join(cb);
+	cs_wlog_close(cb->wlog);
 	pthread_cond_destroy(&cb->close_cond);
 	pthread_mutex_destroy(&cb->close_lock);
 	cs_dio_free(cb);
@@ -3727,12 +3821,17 @@ int agent_ceph_open(const struct agent_store_spec *sp,
 		agent_err("store cephfs: closer thread: %s", strerror(-ret));
 		goto out_perms;
 	}
-	ret = cs_watch_start(cb);
+	cb->wlog = cs_wlog_open(sp->run_dir, cb->tag, cb->cm, cb->perms, &ret);
 	if (ret < 0)
 		goto out_closer;
+	ret = cs_watch_start(cb);
+	if (ret < 0)
+		goto out_wlog;
 	*out = &cb->base;
 	return 0;
 
+out_wlog:
+	cs_wlog_close(cb->wlog);
 out_closer:
 	cs_closer_join(cb);
 out_perms:

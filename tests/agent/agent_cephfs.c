@@ -8,7 +8,11 @@
  * metadata, open/release, file_rw, READDIR through the call interface,
  * fids (fid_entry, REBIND in a second session), and the start-up
  * failures: a conf file that is not there and a monitor nobody answers
- * for fail with -errno, the latter within the timeout.
+ * for fail with -errno, the latter within the timeout.  The write log: a
+ * process writes through the store and dies (no flush, its Ceph session
+ * left behind); the next open of the store, in another process as after
+ * an agent's restart, replays what it acknowledged, and nothing a
+ * truncate since removed.
  *
  * Skips (77) without libcephfs, without the Ceph daemons, or when the
  * cluster does not come up.
@@ -25,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "resume.h"
 #include "store.h"
@@ -80,8 +85,12 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static int open_spec(const char *spec, unsigned int ms,
-		     struct agent_backend **b)
+/*
+ * Open spec; with a write log in run_dir and as the agent named uuid
+ * when they are not NULL.
+ */
+static int open_as(const char *spec, unsigned int ms, const char *run_dir,
+		   const char *uuid, struct agent_backend **b)
 {
 	struct agent_store_spec sp;
 	char err[256];
@@ -90,10 +99,25 @@ static int open_spec(const char *spec, unsigned int ms,
 	ret = agent_store_spec_parse(spec, &sp, err, sizeof(err));
 	if (ret < 0)
 		fail("spec %s: %s", spec, err);
+	sp.run_dir = run_dir ? strdup(run_dir) : NULL;
+	sp.uuid = uuid ? strdup(uuid) : NULL;
 	ret = agent_backend_open(&sp, ms, b);
 	agent_store_spec_free(&sp);
 	return ret;
 }
+
+static int open_spec(const char *spec, unsigned int ms,
+		     struct agent_backend **b)
+{
+	return open_as(spec, ms, NULL, NULL, b);
+}
+
+static int open_state(const char *spec, const char *state, const char *uuid,
+		      struct agent_backend **b)
+{
+	return open_as(spec, 30000, state, uuid, b);
+}
+
 
 /* A conf that names a monitor nobody listens for. */
 static void check_failures(void)
@@ -418,9 +442,162 @@ static void check_store(struct agent_backend *b)
 	printf("ok cephfs store: metadata, data, READDIR, fids\n");
 }
 
-int main(void)
+#ifdef HAVE_CEPHFS
+#define WL_FILES	8
+#define WL_LEN		(3 * 4096 + 100)
+
+/* Run this test's own binary as "wlog-ROLE SPEC STATE UUID TOP". */
+static void wlog_run(const char *role, const char *spec, const char *state,
+		     const char *uuid, const char *top)
+{
+	int st;
+	pid_t pid = fork();
+
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		execl("/proc/self/exe", "agent_cephfs", role, spec, state,
+		      uuid, top, (char *)NULL);
+		_exit(127);
+	}
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+	      WEXITSTATUS(st) == 0, "%s failed: %#x", role, st);
+}
+
+/*
+ * The writer: write WL_FILES files through the store (an ordinary open for
+ * writing, so through the client's cache and the log), truncate the last
+ * one to 0 after its write, then die without a flush or a close, as a
+ * SIGKILL would leave it.
+ */
+static void wlog_write(const char *spec, const char *state, const char *uuid,
+		       const char *top)
+{
+	struct agent_backend *b = NULL;
+	struct bcp_create_rep cr;
+	struct bcp_setattr_req sr;
+	struct bcp_entry d;
+	struct bcp_attr a;
+	struct agent_store *s;
+	struct agent_file *f;
+	char name[32], buf[WL_LEN];
+	uint64_t dir;
+	int i, fd;
+
+	/* the flusher must not beat the exit */
+	setenv("BLUECACHE_CEPH_FLUSH_MS", "600000", 1);
+	OK(open_state(spec, state, uuid, &b));
+	s = agent_store_new(b, NULL, &ident);
+	CHECK(s, "session store");
+	dir = mk(s, agent_store_root(s), top, &d);
+	for (i = 0; i < WL_FILES; i++) {
+		snprintf(name, sizeof(name), "w%d", i);
+		OK(create(s, dir, name, O_EXCL, &cr));
+		OK(agent_store_file_get(s, cr.fh, &f, &fd));
+		memset(buf, 'a' + i, sizeof(buf));
+		/* two writes: the second one logged after the first */
+		CHECK(agent_store_file_rw(s, f, 1, buf, 4096, 0) == 4096,
+		      "write 1 of %s", name);
+		memset(buf, 'A' + i, sizeof(buf));
+		CHECK(agent_store_file_rw(s, f, 1, buf, WL_LEN - 100, 100) ==
+		      WL_LEN - 100, "write 2 of %s", name);
+		agent_store_file_put(s, f);
+	}
+	memset(&sr, 0, sizeof(sr));
+	sr.handle = cr.entry.handle;
+	sr.valid = BCP_SETATTR_SIZE;
+	OK(agent_store_setattr(s, &sr, &a));
+	_exit(0);
+}
+
+/* What the writer acknowledged is there after the reader's replay. */
+static void wlog_read(const char *spec, const char *state, const char *uuid,
+		      const char *top)
+{
+	struct agent_backend *b = NULL;
+	struct agent_store *s;
+	struct bcp_entry e, fe;
+	struct bcp_open_rep o;
+	struct agent_file *f;
+	char name[32], buf[WL_LEN + 10];
+	char want[WL_LEN], logf[96];
+	int i, fd, saved, lfd, ret;
+	FILE *lf;
+
+	/* the replay says what it did: at info level, on stderr */
+	snprintf(logf, sizeof(logf), "%s.log", state);
+	lfd = open(logf, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	CHECK(lfd >= 0, "%s: %s", logf, strerror(errno));
+	fflush(stderr);
+	saved = dup(2);
+	dup2(lfd, 2);
+	agent_cfg.log_level = AGENT_LOG_INFO;
+	ret = open_state(spec, state, uuid, &b);
+	agent_cfg.log_level = 0;
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	close(lfd);
+	CHECK(ret == 0, "open after the writer died: %d", ret);
+	lf = fopen(logf, "r");
+	CHECK(lf, "%s", logf);
+	memset(buf, 0, sizeof(buf));
+	if (fread(buf, 1, sizeof(buf) - 1, lf) == 0)
+		buf[0] = '\0';
+	fclose(lf);
+	unlink(logf);
+	fputs(buf, stdout);
+	CHECK(strstr(buf, "replayed 14 writes"), "no replay of the 14 writes "
+	      "not truncated since");
+	s = agent_store_new(b, NULL, &ident);
+	CHECK(s, "session store");
+	OK(agent_store_lookup(s, agent_store_root(s), top, strlen(top), &e));
+	for (i = 0; i < WL_FILES; i++) {
+		size_t len = i == WL_FILES - 1 ? 0 : WL_LEN;
+
+		snprintf(name, sizeof(name), "w%d", i);
+		OK(agent_store_lookup(s, e.handle, name, strlen(name), &fe));
+		CHECK(fe.attr.size == len, "%s: size %llu after the replay, "
+		      "want %zu", name, (unsigned long long)fe.attr.size, len);
+		OK(agent_store_open(s, fe.handle, O_RDONLY, 0, &o));
+		OK(agent_store_file_get(s, o.fh, &f, &fd));
+		memset(want, 'a' + i, 100);
+		memset(want + 100, 'A' + i, WL_LEN - 100);
+		CHECK(agent_store_file_rw(s, f, 0, buf, sizeof(buf), 0) ==
+		      (ssize_t)len, "%s: read", name);
+		CHECK(!memcmp(buf, want, len), "%s: other bytes after the "
+		      "replay", name);
+		agent_store_file_put(s, f);
+		OK(agent_store_release(s, fe.handle, o.fh, 0));
+		OK(agent_store_unlink(s, e.handle, name, strlen(name), 0));
+	}
+	OK(agent_store_unlink(s, agent_store_root(s), top, strlen(top), 1));
+	agent_store_destroy(s);
+	agent_backend_close(b);
+}
+
+static void check_wlog(const char *spec)
+{
+	char state[64], uuid[64], top[64], cmd[128];
+
+	snprintf(state, sizeof(state), "/tmp/agent_cephfs-wlog-XXXXXX");
+	CHECK(mkdtemp(state), "mkdtemp: %s", strerror(errno));
+	snprintf(uuid, sizeof(uuid), "agent_cephfs:%d", (int)getpid());
+	snprintf(top, sizeof(top), "wl%d", (int)getpid());
+	wlog_run("wlog-write", spec, state, uuid, top);
+	wlog_run("wlog-read", spec, state, uuid, top);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", state);
+	if (system(cmd) != 0)
+		fail("%s", cmd);
+	printf("ok write log: %d files a dead writer acknowledged are "
+	       "there, a truncate is not undone\n", WL_FILES);
+}
+#endif
+
+int main(int argc, char **argv)
 {
 #ifndef HAVE_CEPHFS
+	(void)argc;
+	(void)argv;
 	printf("SKIP: built without libcephfs (configure --with-cephfs)\n");
 	return 77;
 #else
@@ -430,6 +607,14 @@ int main(void)
 	int ret;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 6 && !strncmp(argv[1], "wlog-", 5)) {
+		if (agent_resume_init("none", -1) < 0)
+			return 99;
+		if (!strcmp(argv[1], "wlog-write"))
+			wlog_write(argv[2], argv[3], argv[4], argv[5]);
+		wlog_read(argv[2], argv[3], argv[4], argv[5]);
+		return 0;
+	}
 	if (system("command -v ceph-mon ceph-osd ceph-mds >/dev/null 2>&1")) {
 		printf("SKIP: ceph-mon, ceph-osd or ceph-mds not installed\n");
 		return 77;
@@ -460,6 +645,7 @@ int main(void)
 	check_store(b);
 	OK(b->ops->sync(b));
 	agent_backend_close(b);
+	check_wlog(spec);
 
 	/* a file system and a path that are not there */
 	snprintf(spec, sizeof(spec), "cephfs:/,conf=%s,fs=nosuchfs", conf);
