@@ -412,6 +412,12 @@ static void bcfs_embed_argv_make(struct bcfs_embed_argv *a,
 	a->argv[n++] = bcfs_log_level >= BCFS_DEBUG ? "debug" : "warning";
 	a->argv[n++] = "--state-dir";
 	a->argv[n++] = (char *)e->state;
+	/*
+	 * One machine, the daemon's own user: device nodes as a local file
+	 * system makes them (the kernel asks CAP_MKNOD of the caller first,
+	 * and of the agent's user at mknodat()).
+	 */
+	a->argv[n++] = "--allow-devices";
 	if (e->queue_depth) {
 		snprintf(a->qd, sizeof(a->qd), "%u", e->queue_depth);
 		a->argv[n++] = "--queue-depth";

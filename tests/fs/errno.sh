@@ -22,4 +22,24 @@ chmod 755 "$BCF_MNT"
 "$check" "$BCF_MNT"
 rc=$?
 [ $rc -eq 0 ] || bcf_fail "syscall-check on the mount exited with $rc"
+
+# Device nodes.  The agent local: starts makes them as a local file system
+# does (the kernel lets only a caller with CAP_MKNOD ask); an agent across
+# the trust boundary refuses them without --allow-devices (doc/security.md).
+if [ "$(id -u)" = 0 ]; then
+	if [ "$BCF_TRANSPORT" = shm ] && [ "$BCF_STORE" != cephfs ]; then
+		mknod "$BCF_MNT/blk" b 1 2 && mknod "$BCF_MNT/chr" c 1 3 ||
+			bcf_fail "mknod of a device on a local: mount"
+		got=$(stat -c '%F %t,%T' "$BCF_MNT/blk" "$BCF_MNT/chr" \
+			"$BCF_BACK/blk" "$BCF_BACK/chr" | tr '\n' ' ')
+		want="block special file 1,2 character special file 1,3 "
+		want="$want$want"
+		[ "$got" = "$want" ] ||
+			bcf_fail "device nodes: '$got', want '$want'"
+		rm "$BCF_MNT/blk" "$BCF_MNT/chr" ||
+			bcf_fail "removing device nodes"
+	elif mknod "$BCF_MNT/chr" c 1 3 2>/dev/null; then
+		bcf_fail "an agent without --allow-devices made a device node"
+	fi
+fi
 exit 0
