@@ -440,6 +440,12 @@ class BcfsTcpConfig(Config):
         if self.agent:
             self.agent.kill()
             self.agent.wait()
+        self.agent = None
+
+    def kill_proc(self):
+        # a failed workload: the next mount starts an agent of its own
+        super().kill_proc()
+        self.teardown()
 
 
 class SshfsConfig(Config):
