@@ -205,7 +205,8 @@ void cs_wlog_done(struct cs_wlog *w, uint32_t slot, int ok)
 	if (ok) {
 		w->mem[slot].state = WL_DONE;
 		w->mem[slot].done = ++w->marks;
-		w->ndone++;
+		if (w->ndone++ == 0)
+			pthread_cond_signal(&w->cond);	/* the flusher */
 	} else {
 		wl_retire(w, slot);	/* nothing was written to keep */
 	}
@@ -265,12 +266,18 @@ static void *wl_flusher(void *arg)
 
 	pthread_mutex_lock(&w->lock);
 	while (!w->stop) {
+		/* nothing written to make durable: sleep until there is */
+		if (!w->ndone) {
+			pthread_cond_wait(&w->cond, &w->lock);
+			continue;
+		}
+		/* a flush interval after it, or at once when half full */
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		ts.tv_nsec += (long)w->flush_ms * 1000000L;
 		ts.tv_sec += ts.tv_nsec / 1000000000L;
 		ts.tv_nsec %= 1000000000L;
 		pthread_cond_timedwait(&w->cond, &w->lock, &ts);
-		if (!w->ndone)
+		if (w->stop || !w->ndone)
 			continue;
 		mark = w->marks;
 		pthread_mutex_unlock(&w->lock);
@@ -623,7 +630,8 @@ void cs_wlog_close(struct cs_wlog *w)
 			  "next start replays what it holds", strerror(-ret));
 	agent_info("write log: %" PRIu64 " writes logged, %" PRIu64
 		   " waited for the cluster (log full or write too large), "
-		   "%u left to replay", w->logged, w->unlogged, w->nlive);
+		   "%" PRIu64 " syncs failed, %u left to replay", w->logged,
+		   w->unlogged, w->synced_fails, w->nlive);
 	/* nothing to replay: the next start makes a fresh one */
 	if (!w->nlive && unlink(w->path) < 0)
 		agent_warn("write log %s: %s", w->path, strerror(errno));

@@ -650,8 +650,12 @@ static void case_statfs_readdir(void)
 	for (i = 0; i < 300; i++) {
 		snprintf(name, sizeof(name), "many/entry-%03d", i);
 		fd = EXPECT_OK(open(name, O_WRONLY | O_CREAT, 0644));
-		if (fd < 0)
+		if (fd < 0) {
+			/* which one, and what the directories look like */
+			fail("%s: lstat many: %s", name,
+			     lstat("many", &st) < 0 ? strerror(errno) : "ok");
 			return;
+		}
 		close(fd);
 	}
 	for (i = 0; i < 300; i += 37) {
