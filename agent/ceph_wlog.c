@@ -5,7 +5,7 @@
  *
  * A file in the runtime directory per running agent and CephFS (the fid
  * tag and a number in its name; the agent holds a lock on its own, so two
- * agents sharing a state directory take two): an index of WL_SLOTS
+ * agents sharing a runtime directory take two): an index of WL_SLOTS
  * slots, mapped shared, then a ring of WL_DATA bytes written with pwrite.  A write takes the next slot (by sequence number)
  * and the next bytes of the ring, copies its bytes there, then fills the
  * slot and marks it live with one aligned store: a SIGKILL leaves either
@@ -61,7 +61,8 @@
 #define WL_ALIGN	64u
 #define WL_LIVE		0x4556494cu		/* "LIVE" */
 #define WL_FLUSH_MS	100
-#define WL_FILES	16			/* agents sharing a state dir */
+#define WL_FILES	16			/* agents sharing a runtime dir */
+#define WL_INO_HASH	1024u			/* counters of entries by inode */
 
 struct wl_hdr {
 	uint64_t magic;
@@ -104,6 +105,8 @@ struct cs_wlog {
 	uint64_t lo;			/* the oldest entry not free */
 	uint64_t head;			/* the ring's next byte, not wrapped */
 	uint64_t marks;
+	/* entries not free by hash of inode: 0 says none of ino's at once */
+	uint16_t by_ino[WL_INO_HASH];
 	unsigned int ndone;		/* entries the flusher may retire */
 	unsigned int nlive;
 	unsigned int flush_ms;
@@ -118,6 +121,19 @@ _Static_assert(sizeof(struct wl_slot) == 64, "slot size");
 _Static_assert(sizeof(struct wl_hdr) <= WL_SLOTS_AT &&
 	       WL_SLOTS_AT + WL_SLOTS * sizeof(struct wl_slot) <= WL_INDEX,
 	       "index size");
+
+static unsigned int wl_ino_hash(uint64_t ino)
+{
+	return (unsigned int)((ino * 0x9e3779b97f4a7c15ull) >> 54) &
+	       (WL_INO_HASH - 1);
+}
+
+/* Slot i goes back to free (lock held). */
+static void wl_free(struct cs_wlog *w, uint32_t i)
+{
+	w->by_ino[wl_ino_hash(w->mem[i].ino)]--;
+	w->mem[i].state = WL_FREE;
+}
 
 /* The oldest entry not free, and so the ring's tail (lock held). */
 static uint64_t wl_tail(struct cs_wlog *w)
@@ -135,7 +151,7 @@ static void wl_retire(struct cs_wlog *w, uint32_t i)
 		w->ndone--;
 	if (w->mem[i].state != WL_BUSY)
 		w->nlive--;
-	w->mem[i].state = WL_FREE;
+	wl_free(w, i);
 }
 
 int cs_wlog_add(struct cs_wlog *w, uint64_t ino, uint64_t off,
@@ -167,6 +183,7 @@ int cs_wlog_add(struct cs_wlog *w, uint64_t ino, uint64_t off,
 	w->mem[i].state = WL_BUSY;
 	w->mem[i].lpos = p;
 	w->mem[i].ino = ino;
+	w->by_ino[wl_ino_hash(ino)]++;
 	/* past half full: do not wait for the next tick */
 	if (w->head - wl_tail(w) > WL_DATA / 2 ||
 	    w->seq - w->lo > WL_SLOTS / 2)
@@ -178,7 +195,7 @@ int cs_wlog_add(struct cs_wlog *w, uint64_t ino, uint64_t off,
 		agent_warn_rl("write log %s: %s; writes wait for the cluster",
 			      w->path, n < 0 ? strerror(errno) : "short write");
 		pthread_mutex_lock(&w->lock);
-		w->mem[i].state = WL_FREE;
+		wl_free(w, i);
 		w->unlogged++;
 		pthread_mutex_unlock(&w->lock);
 		return -EIO;
@@ -245,7 +262,7 @@ int cs_wlog_holds(struct cs_wlog *w, uint64_t ino)
 	int n = 0;
 
 	pthread_mutex_lock(&w->lock);
-	for (q = w->lo; w->nlive && q < w->seq; q++) {
+	for (q = w->lo; w->by_ino[wl_ino_hash(ino)] && q < w->seq; q++) {
 		const struct wl_mem *m = &w->mem[q % WL_SLOTS];
 
 		if (m->state != WL_FREE && m->ino == ino) {
@@ -421,7 +438,7 @@ static int wl_file(struct cs_wlog *w, const uint8_t tag[16])
 		memcpy(h.tag, tag, sizeof(h.tag));
 		if (ftruncate(w->fd, size) < 0 ||
 		    pwrite(w->fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
-			return -errno ? -errno : -EIO;
+			return errno ? -errno : -EIO;
 		return 0;
 	}
 	if (pread(w->fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
@@ -454,7 +471,7 @@ static void wl_unload(struct cs_wlog *w)
  * create, it is not there), 0 when locked, checked and replayed, < 0 on
  * an error (logged).
  */
-static int wl_load(struct cs_wlog *w, const char *state,
+static int wl_load(struct cs_wlog *w, const char *dir,
 		   const uint8_t tag[16], unsigned int n, int create,
 		   const UserPerm *perms)
 {
@@ -465,7 +482,7 @@ static int wl_load(struct cs_wlog *w, const char *state,
 	memcpy(&t0, tag, sizeof(t0));
 	memcpy(&t1, tag + 8, sizeof(t1));
 	if (asprintf(&w->path, "%s/cephfs-%016" PRIx64 "%016" PRIx64
-		     "-%u.wlog", state, t0, t1, n) < 0) {
+		     "-%u.wlog", dir, t0, t1, n) < 0) {
 		w->path = NULL;
 		return -ENOMEM;
 	}
@@ -511,7 +528,7 @@ static int wl_load(struct cs_wlog *w, const char *state,
  * The logs of this CephFS no running agent holds but w's own: replayed
  * and removed.
  */
-static int wl_orphans(struct cs_wlog *w, const char *state,
+static int wl_orphans(struct cs_wlog *w, const char *dir,
 		      const uint8_t tag[16], unsigned int own,
 		      const UserPerm *perms)
 {
@@ -525,7 +542,7 @@ static int wl_orphans(struct cs_wlog *w, const char *state,
 		memset(&o, 0, sizeof(o));
 		o.fd = -1;
 		o.cm = w->cm;
-		ret = wl_load(&o, state, tag, n, 0, perms);
+		ret = wl_load(&o, dir, tag, n, 0, perms);
 		if (ret == 0 && unlink(o.path) < 0)
 			agent_warn("write log %s: %s", o.path,
 				   strerror(errno));
@@ -536,7 +553,7 @@ static int wl_orphans(struct cs_wlog *w, const char *state,
 	return 0;
 }
 
-struct cs_wlog *cs_wlog_open(const char *state, const uint8_t tag[16],
+struct cs_wlog *cs_wlog_open(const char *dir, const uint8_t tag[16],
 			     struct ceph_mount_info *cm, UserPerm *perms,
 			     int *err)
 {
@@ -546,7 +563,7 @@ struct cs_wlog *cs_wlog_open(const char *state, const uint8_t tag[16],
 	int ret;
 
 	*err = 0;
-	if (!state || !strcmp(state, "none")) {
+	if (!dir || !strcmp(dir, "none")) {
 		agent_info("store cephfs: no runtime directory for a write "
 			   "log: each write waits for the cluster");
 		return NULL;
@@ -561,25 +578,25 @@ struct cs_wlog *cs_wlog_open(const char *state, const uint8_t tag[16],
 	w->flush_ms = WL_FLUSH_MS;
 	if (env && atoi(env) > 0)
 		w->flush_ms = (unsigned int)atoi(env);
-	if (mkdir(state, 0700) < 0 && errno != EEXIST) {
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
 		ret = -errno;
 		agent_err("write log directory %s: cannot create it: %s",
-			  state, strerror(-ret));
+			  dir, strerror(-ret));
 		goto fail;
 	}
 	for (n = 0; n < WL_FILES; n++) {
-		ret = wl_load(w, state, tag, n, 1, perms);
+		ret = wl_load(w, dir, tag, n, 1, perms);
 		if (ret <= 0)
 			break;
 		wl_unload(w);
 	}
 	if (n == WL_FILES) {
 		agent_err("write log: %u agents already log writes to this "
-			  "CephFS in %s", WL_FILES, state);
+			  "CephFS in %s", WL_FILES, dir);
 		ret = -EBUSY;
 	}
 	if (ret == 0)
-		ret = wl_orphans(w, state, tag, n, perms);
+		ret = wl_orphans(w, dir, tag, n, perms);
 	if (ret < 0)
 		goto fail;
 	for (i = 0; i < WL_SLOTS; i++)
