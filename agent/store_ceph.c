@@ -2917,7 +2917,14 @@ static int cfs_backend_statfs(struct agent_backend *b,
  * a name the sweep finds naming something else is published all the
  * same (another client replaced what our session had just made there).
  * A change another client makes to a marked object's attributes in the
- * same sweep is told only by what the host's timeouts bound.
+ * same sweep is told only by what the host's timeouts bound.  Past
+ * CS_SELF_MAX names a directory is marked whole (self_all), and every
+ * name the next listing finds changed is taken for ours; such a
+ * directory is not listed again while our sessions go on changing it,
+ * only after a sweep without (what the listing would find meanwhile is
+ * taken for ours all the same), because a listing beside a stream of
+ * creates leaves the client's copy of the directory incomplete, and each
+ * create then asks the MDS for the name before it makes it.
  *
  * Locks: watch_lock is taken under a session's lock (cs_watch_hold()
  * from cs_node_link()) and held while publishing (notify's stripe
@@ -3349,6 +3356,7 @@ static void cs_sweep_one(struct ceph_backend *cb, uint64_t ino)
 	struct cs_watch *w;
 	size_t nn = 0;
 	int ret, listed = 0, toobig = 0, attrs, data, was_known, dir;
+	int busy = 0;
 	Inode *in;
 
 	/* held by a session: in the client's cache, no message */
@@ -3377,6 +3385,19 @@ static void cs_sweep_one(struct ceph_backend *cb, uint64_t ino)
 			 cs_time_ne(x.stx_mtime, w->x.stx_mtime) ||
 			 cs_time_ne(x.stx_ctime, w->x.stx_ctime)))
 		listed = 1;
+	/*
+	 * Our sessions made more names here since the last listing than
+	 * are remembered (self_all): what a listing finds now is taken for
+	 * theirs all the same, so list once the directory has gone a sweep
+	 * without them, keeping the marks until then.  A listing beside a
+	 * stream of creates is not only the cost of reading the directory:
+	 * it leaves the client's copy of the directory incomplete, and each
+	 * create then asks the MDS whether the name exists first.
+	 */
+	if (listed && w->listed && w->self_all && w->self) {
+		listed = 0;
+		busy = 1;
+	}
 	pthread_mutex_unlock(&cb->watch_lock);
 	if (!w)
 		goto out_put;
@@ -3434,7 +3455,10 @@ static void cs_sweep_one(struct ceph_backend *cb, uint64_t ino)
 	w->x = x;
 	w->known = 1;
 	w->isdir = dir;
-	cs_self_clear(w);
+	if (busy)
+		w->self = 0;	/* the names' marks wait for the listing */
+	else
+		cs_self_clear(w);
 out_unlock:
 	pthread_mutex_unlock(&cb->watch_lock);
 	cs_names_free(nv, nn);
