@@ -60,6 +60,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <dirent.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -142,8 +143,11 @@ struct ceph_backend {
 	size_t nfresh;			/* watches not swept yet */
 	int sweep_stop;
 	int sweeping;			/* the sweeper runs */
+	/* BLUECACHE_CEPH_SWEEP_PAUSE_MS: a wait between list and compare */
+	unsigned int sweep_pause_ms;
 	/* events published, by source (logged at close) */
 	atomic_ulong ev_ino_cb, ev_dentry_cb, ev_sweep, ev_self;
+	atomic_ulong ev_sweep_names;	/* of ev_sweep: ENTRY, DELETE */
 	/* Files written past the object cacher (cs_dio_*): under dio_lock. */
 	pthread_mutex_t dio_lock;
 	struct cs_dio *dio[CS_DIO_BUCKETS];
@@ -2916,6 +2920,10 @@ static int cfs_backend_statfs(struct agent_backend *b,
  * names are marked with what they name since (an object, or nothing):
  * a name the sweep finds naming something else is published all the
  * same (another client replaced what our session had just made there).
+ * A listing read before one of those changes does not show it: the
+ * marks are made true in the new listing before it is compared and
+ * kept (cs_self_apply()), or a name made here would be told as gone,
+ * one removed here as new, and again at the next sweep.
  * A change another client makes to a marked object's attributes in the
  * same sweep is told only by what the host's timeouts bound.  Past
  * CS_SELF_MAX names a directory is marked whole (self_all), and every
@@ -3085,7 +3093,7 @@ static void cs_watch_name(struct ceph_backend *cb, uint64_t dir,
 		else
 			hi = mid;
 	}
-	if (w->nnames == CS_SNAP_MAX) {
+	if (w->nnames >= CS_SNAP_MAX) {
 		/* too many to remember: the next change resets */
 		cs_names_free(w->names, w->nnames);
 		w->names = NULL;
@@ -3282,6 +3290,70 @@ static int cs_list(struct ceph_backend *cb, Inode *in, struct cs_name **out,
 	return 0;
 }
 
+/*
+ * The names our sessions changed since the last sweep, made true in a
+ * new listing nv (watch_lock): a listing read before such a change would
+ * otherwise tell of it as another client's (a name made here as gone, a
+ * name removed here as new), and keep telling until the next listing.
+ * A change of a name whose outcome is unknown (CS_SELF_ANY) is left to
+ * cs_self_named().  Out of memory: the name stays as listed.
+ */
+static void cs_self_apply(const struct cs_watch *w, struct cs_name **nvp,
+			  size_t *nnp)
+{
+	struct cs_name *nv = *nvp, *v;
+	size_t nn = *nnp, lo, hi, mid;
+	unsigned int i;
+	int c = 1;
+
+	for (i = 0; !w->self_all && i < w->nself; i++) {
+		const char *name = w->self_names[i];
+		uint64_t now = w->self_now[i];
+
+		if (now == CS_SELF_ANY)
+			continue;
+		lo = 0;
+		hi = nn;
+		while (lo < hi) {
+			mid = lo + (hi - lo) / 2;
+			c = strcmp(nv[mid].name, name);
+			if (c == 0)
+				break;
+			if (c < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < hi) {			/* found at mid */
+			if (now) {
+				nv[mid].ino = now;
+				continue;
+			}
+			free(nv[mid].name);
+			memmove(&nv[mid], &nv[mid + 1],
+				(nn - mid - 1) * sizeof(*nv));
+			nn--;
+			continue;
+		}
+		if (!now)
+			continue;		/* gone, and not listed */
+		v = realloc(nv, (nn + 1) * sizeof(*nv));
+		if (!v)
+			continue;
+		nv = v;
+		memmove(&nv[lo + 1], &nv[lo], (nn - lo) * sizeof(*nv));
+		nv[lo].ino = now;
+		nv[lo].name = strdup(name);
+		if (!nv[lo].name) {
+			memmove(&nv[lo], &nv[lo + 1], (nn - lo) * sizeof(*nv));
+			continue;
+		}
+		nn++;
+	}
+	*nvp = nv;
+	*nnp = nn;
+}
+
 /* What changed between a directory's old and new names (watch_lock). */
 static void cs_diff(struct ceph_backend *cb, const struct cs_watch *w,
 		    const struct cs_name *nv, size_t nn)
@@ -3295,16 +3367,19 @@ static void cs_diff(struct ceph_backend *cb, const struct cs_watch *w,
 		    strcmp(ov[i].name, nv[j].name);
 		if (c < 0 && !cs_self_named(w, ov[i].name, 0)) {
 			atomic_fetch_add(&cb->ev_sweep, 1);
+			atomic_fetch_add(&cb->ev_sweep_names, 1);
 			cs_ext(cb, BCP_NOTIFY_DELETE, w->ino, ov[i].name,
 			       ov[i].ino, 0, 0);
 		} else if (c > 0 &&
 			   !cs_self_named(w, nv[j].name, nv[j].ino)) {
 			atomic_fetch_add(&cb->ev_sweep, 1);
+			atomic_fetch_add(&cb->ev_sweep_names, 1);
 			cs_ext(cb, BCP_NOTIFY_ENTRY, w->ino, nv[j].name,
 			       nv[j].ino, 0, 0);
 		} else if (c == 0 && ov[i].ino != nv[j].ino &&
 			   !cs_self_named(w, nv[j].name, nv[j].ino)) {
 			atomic_fetch_add(&cb->ev_sweep, 1);
+			atomic_fetch_add(&cb->ev_sweep_names, 1);
 			cs_ext(cb, BCP_NOTIFY_ENTRY, w->ino, nv[j].name,
 			       ov[i].ino, 0, 0);
 		}
@@ -3405,6 +3480,8 @@ static void cs_sweep_one(struct ceph_backend *cb, uint64_t ino)
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		ret = cs_list(cb, in, &nv, &nn);
 		cs_sweep_slow(&t0, "listing", ino);
+		if (cb->sweep_pause_ms)
+			usleep(cb->sweep_pause_ms * 1000u);
 		if (ret == -E2BIG)
 			toobig = 1;
 		else if (ret < 0)
@@ -3439,6 +3516,7 @@ static void cs_sweep_one(struct ceph_backend *cb, uint64_t ino)
 		w->toobig = 1;
 		w->listed = 1;
 	} else if (listed) {
+		cs_self_apply(w, &nv, &nn);
 		/* changed since the host looked: which names, unknown */
 		if ((!w->listed || w->toobig) && attrs && !w->self)
 			agent_notify_reset_all();
@@ -3566,6 +3644,7 @@ static int cs_watch_start(struct ceph_backend *cb)
 		.umask_cb = cs_umask_cb,
 	};
 	pthread_condattr_t ca;
+	const char *env;
 	int ret = 0, i;
 
 	cb->watch = calloc(CS_WATCH_BUCKETS, sizeof(*cb->watch));
@@ -3576,6 +3655,9 @@ static int cs_watch_start(struct ceph_backend *cb)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&cb->sweep_cond, &ca);
 	pthread_condattr_destroy(&ca);
+	env = getenv("BLUECACHE_CEPH_SWEEP_PAUSE_MS");
+	if (env && atoi(env) > 0 && atoi(env) <= 60000)
+		cb->sweep_pause_ms = (unsigned int)atoi(env);
 	for (i = 0; i < 2; i++) {
 		cb->sweeper[i].cb = cb;
 		cb->sweeper[i].dirs = i == 0;
@@ -3609,9 +3691,10 @@ static void cs_watch_stop(struct ceph_backend *cb)
 	cs_sweepers_join(cb, 2);
 	cb->sweeping = 0;
 	agent_info("store cephfs: changes by other clients: %lu from ino_cb, "
-		  "%lu from dentry_cb, %lu from the sweep; %lu own skipped",
-		  atomic_load(&cb->ev_ino_cb), atomic_load(&cb->ev_dentry_cb),
-		  atomic_load(&cb->ev_sweep), atomic_load(&cb->ev_self));
+		  "%lu from dentry_cb, %lu from the sweep (%lu of names); %lu "
+		  "own skipped", atomic_load(&cb->ev_ino_cb),
+		  atomic_load(&cb->ev_dentry_cb), atomic_load(&cb->ev_sweep),
+		  atomic_load(&cb->ev_sweep_names), atomic_load(&cb->ev_self));
 	for (i = 0; i < CS_WATCH_BUCKETS; i++)
 		while ((w = cb->watch[i])) {
 			cb->watch[i] = w->next;

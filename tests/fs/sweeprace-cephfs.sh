@@ -1,0 +1,94 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# sweeprace-cephfs.sh - a listing of a directory the store's sweep read
+# before a change of our own is never taken for another client's.  The
+# cephfs store lists every held directory and publishes what changed
+# there; a name a session made meanwhile, which a session's lookup has
+# since put into the remembered listing, is missing from that older
+# listing, and was published as a DELETE of a live directory (and at the
+# next sweep as a new ENTRY).  The agent's summary must count no name
+# published by the sweep, and every directory must stay usable.
+#
+# The agent waits BLUECACHE_CEPH_SWEEP_PAUSE_MS between reading a
+# directory and comparing it, so that most changes fall in between.  Two
+# mounts of one agent, both holding a directory: mount 1 makes a
+# directory in it, mount 2 looks it up,
+# and after the sweeps mount 1 must still create in it, stat it and list
+# it, and so must mount 2.  Eight rounds.
+BCF_STORE=${BCF_STORE:-cephfs}
+BCF_TRANSPORT=${BCF_TRANSPORT:-tcp}
+. "$(dirname "$0")/lib.sh"
+[ "$BCF_STORE" = cephfs ] || bcf_hard "sweeprace runs on a cephfs store"
+bcf_init
+command -v python3 >/dev/null 2>&1 || bcf_skip "python3 is missing"
+
+case $BCF_TRANSPORT in
+shm)
+	listen=unix:$BCF_TMP/agent.sock
+	agent_args=()
+	opts=transport=shm
+	;;
+*)
+	BCF_SECRET=$BCF_TMP/secret
+	bcf_secret "$BCF_SECRET"
+	BCF_PORT=$(bcf_free_port) || bcf_hard "python3 found no free port"
+	listen=tcp://127.0.0.1:$BCF_PORT
+	agent_args=(--secret-file "$BCF_SECRET" --squash none)
+	opts=transport=$BCF_TRANSPORT,secret_file=$BCF_SECRET
+	;;
+esac
+BLUECACHE_CEPH_SWEEP_PAUSE_MS=600 \
+	bcf_start_agent "$BCF_BACK" "$listen" "${agent_args[@]}" ||
+	bcf_fail "bluecache-agent did not become ready"
+m1=$BCF_MNT
+m2=$BCF_TMP/m2
+bcf_mount "$listen" "$opts"
+bcf_mount_extra m2 "$listen" "$opts" || bcf_fail "mount 2 did not come up"
+
+PYTHONDONTWRITEBYTECODE=1 timeout 300 python3 - "$m1" "$m2" <<'PY' ||
+import os, sys, time
+m1, m2 = sys.argv[1] + "/top", sys.argv[2] + "/top"
+bad = 0
+# a directory both mounts hold, which the store's sweep lists
+os.mkdir(m1)
+os.listdir(m1)
+os.listdir(m2)
+time.sleep(1.5)
+for r in range(8):
+    name = "race%d" % r
+    os.mkdir(os.path.join(m1, name))
+    # mount 2's lookup puts the name into the store's remembered listing
+    os.stat(os.path.join(m2, name))
+    # a sweep's pause (0.6 s) plus two sweeps
+    time.sleep(1.5)
+    for m in (m1, m2):
+        d = os.path.join(m, name)
+        try:
+            fd = os.open(os.path.join(d, "f-%s" % (m == m1)),
+                         os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            os.close(fd)
+            os.stat(d)
+            if name not in os.listdir(m):
+                raise OSError("not listed")
+        except OSError as e:
+            print("round %d: %s: %s" % (r, d, e))
+            bad += 1
+print("%d of 16 checks failed" % bad)
+sys.exit(1 if bad else 0)
+PY
+	bcf_fail "a directory made through a mount was taken for removed"
+# every change was ours: the sweep told of no name (the agent's summary)
+bcf_umount_extra m2 || bcf_fail "mount 2 did not unmount"
+bcf_umount
+bcf_stop_agent || bcf_fail "the agent did not stop"
+line=$(grep 'changes by other clients' "$BCF_TMP/agent.log")
+echo "$line"
+case $line in
+*"(0 of names)"*)
+	;;
+*)
+	bcf_fail "the sweep published names our own mounts made or removed"
+	;;
+esac
+echo PASS
