@@ -25,21 +25,8 @@ bcf_init
 command -v python3 >/dev/null 2>&1 || bcf_skip "python3 is missing"
 
 state=(--state-dir "$BCF_TMP/state")
-case $BCF_TRANSPORT in
-shm)
-	listen=unix:$BCF_TMP/agent.sock
-	agent_args=("${state[@]}")
-	opts=transport=shm
-	;;
-*)
-	BCF_SECRET=$BCF_TMP/secret
-	bcf_secret "$BCF_SECRET"
-	BCF_PORT=$(bcf_free_port) || bcf_hard "python3 found no free port"
-	listen=tcp://127.0.0.1:$BCF_PORT
-	agent_args=(--secret-file "$BCF_SECRET" --squash none "${state[@]}")
-	opts=transport=$BCF_TRANSPORT,secret_file=$BCF_SECRET
-	;;
-esac
+bcf_listen_for_transport
+agent_args+=("${state[@]}")
 bcf_start_agent "$BCF_BACK" "$listen" "${agent_args[@]}" ||
 	bcf_fail "bluecache-agent did not become ready"
 agent=$listen

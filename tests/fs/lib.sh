@@ -330,6 +330,30 @@ bcf_pid_gone()
 	! kill -0 "$1" 2>/dev/null
 }
 
+# bcf_listen_for_transport: where a test's agent listens and how a mount
+# reaches it over $BCF_TRANSPORT: sets listen, agent_args (the agent's
+# options that go with it) and opts (the mount's -o); tcp and rdma get a
+# free port and a secret (BCF_PORT, BCF_SECRET)
+bcf_listen_for_transport()
+{
+	case $BCF_TRANSPORT in
+	shm)
+		listen=unix:$BCF_TMP/agent.sock
+		agent_args=()
+		opts=transport=shm
+		;;
+	*)
+		BCF_SECRET=$BCF_TMP/secret
+		bcf_secret "$BCF_SECRET"
+		BCF_PORT=$(bcf_free_port) ||
+			bcf_hard "python3 found no free port"
+		listen=tcp://127.0.0.1:$BCF_PORT
+		agent_args=(--secret-file "$BCF_SECRET" --squash none)
+		opts=transport=$BCF_TRANSPORT,secret_file=$BCF_SECRET
+		;;
+	esac
+}
+
 # bcf_agent_tcp [AGENT OPTION]...: start the tcp agent for $BCF_BACK; sets
 # BCF_PORT, BCF_SECRET
 bcf_agent_tcp()

@@ -23,21 +23,7 @@ BCF_TRANSPORT=${BCF_TRANSPORT:-tcp}
 bcf_init
 command -v python3 >/dev/null 2>&1 || bcf_skip "python3 is missing"
 
-case $BCF_TRANSPORT in
-shm)
-	listen=unix:$BCF_TMP/agent.sock
-	agent_args=()
-	opts=transport=shm
-	;;
-*)
-	BCF_SECRET=$BCF_TMP/secret
-	bcf_secret "$BCF_SECRET"
-	BCF_PORT=$(bcf_free_port) || bcf_hard "python3 found no free port"
-	listen=tcp://127.0.0.1:$BCF_PORT
-	agent_args=(--secret-file "$BCF_SECRET" --squash none)
-	opts=transport=$BCF_TRANSPORT,secret_file=$BCF_SECRET
-	;;
-esac
+bcf_listen_for_transport
 BLUECACHE_CEPH_SWEEP_PAUSE_MS=600 \
 	bcf_start_agent "$BCF_BACK" "$listen" "${agent_args[@]}" ||
 	bcf_fail "bluecache-agent did not become ready"
