@@ -2925,14 +2925,16 @@ static int cfs_backend_statfs(struct agent_backend *b,
  * kept (cs_self_apply()), or a name made here would be told as gone,
  * one removed here as new, and again at the next sweep.
  * A change another client makes to a marked object's attributes in the
- * same sweep is told only by what the host's timeouts bound.  Past
- * CS_SELF_MAX names a directory is marked whole (self_all), and every
- * name the next listing finds changed is taken for ours; such a
- * directory is not listed again while our sessions go on changing it,
- * only after a sweep without (what the listing would find meanwhile is
- * taken for ours all the same), because a listing beside a stream of
- * creates leaves the client's copy of the directory incomplete, and each
- * create then asks the MDS for the name before it makes it.
+ * same sweep is told only by what the host's timeouts bound.  A
+ * directory's name changes of ours are also made in its remembered
+ * listing as they happen (cs_watch_self()): a listing read while none
+ * happened then differs from it only by other clients' changes, and the
+ * marks matter only for one that overlapped ours.  Past CS_SELF_MAX
+ * names a sweep a directory is not listed while our sessions go on
+ * changing it, only after a sweep without, because a listing beside a
+ * stream of creates leaves the client's copy of the directory
+ * incomplete, and each create then asks the MDS for the name before it
+ * makes it; what other clients did there meanwhile is told then.
  *
  * Locks: watch_lock is taken under a session's lock (cs_watch_hold()
  * from cs_node_link()) and held while publishing (notify's stripe
@@ -2964,6 +2966,14 @@ struct cs_watch {
 	unsigned int nself;
 	char *self_names[CS_SELF_MAX];
 	uint64_t self_now[CS_SELF_MAX];
+	/*
+	 * Our sessions' name changes are made in names as they happen
+	 * (cs_snap_set()) and counted in self_gen; self_unknown: one of
+	 * them could not be (its outcome unknown, or no memory) since the
+	 * last listing.
+	 */
+	unsigned long self_gen;
+	int self_unknown;
 };
 
 static struct cs_watch **cs_watch_slot(struct ceph_backend *cb,
@@ -2991,6 +3001,7 @@ static void cs_self_clear(struct cs_watch *w)
 		free(w->self_names[--w->nself]);
 	w->self = 0;
 	w->self_all = 0;
+	w->self_unknown = 0;
 }
 
 /*
@@ -3059,6 +3070,86 @@ static void cs_watch_unhold(struct ceph_backend *cb, uint64_t ino)
 }
 
 /*
+ * Where name is in the sorted names v[0..n): 1 and *at when there, else
+ * 0 and *at where it would go.
+ */
+static int cs_names_find(const struct cs_name *v, size_t n, const char *name,
+			 size_t *at)
+{
+	size_t lo = 0, hi = n, mid;
+	int c;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		c = strcmp(v[mid].name, name);
+		if (c == 0) {
+			*at = mid;
+			return 1;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*at = lo;
+	return 0;
+}
+
+/* name names now (0: nothing) in the sorted names *vp[0..*np). */
+static int cs_names_set(struct cs_name **vp, size_t *np, const char *name,
+			uint64_t now)
+{
+	struct cs_name *v = *vp;
+	size_t n = *np, at;
+
+	if (cs_names_find(v, n, name, &at)) {
+		if (now) {
+			v[at].ino = now;
+			return 0;
+		}
+		free(v[at].name);
+		memmove(&v[at], &v[at + 1], (n - at - 1) * sizeof(*v));
+		*np = n - 1;
+		return 0;
+	}
+	if (!now)
+		return 0;
+	v = realloc(v, (n + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	*vp = v;
+	memmove(&v[at + 1], &v[at], (n - at) * sizeof(*v));
+	v[at].ino = now;
+	v[at].name = strdup(name);
+	if (!v[at].name) {
+		memmove(&v[at], &v[at + 1], (n - at) * sizeof(*v));
+		return -ENOMEM;
+	}
+	*np = n + 1;
+	return 0;
+}
+
+/*
+ * The remembered listing of w (listed, not too big) has name naming now
+ * (0: nothing).  A name more than it can hold makes it too big: the next
+ * change resets.  -ENOMEM: left as it was.
+ */
+static int cs_snap_set(struct cs_watch *w, const char *name, uint64_t now)
+{
+	size_t at;
+
+	if (now && w->nnames >= CS_SNAP_MAX &&
+	    !cs_names_find(w->names, w->nnames, name, &at)) {
+		cs_names_free(w->names, w->nnames);
+		w->names = NULL;
+		w->nnames = 0;
+		w->toobig = 1;
+		return 0;
+	}
+	return cs_names_set(&w->names, &w->nnames, name, now);
+}
+
+/*
  * A session was told that name in dir is ino (a lookup, a READDIRPLUS):
  * the host may cache it, so the next sweep must compare with it.  A name
  * created and gone again between two sweeps is in neither listing, and
@@ -3068,52 +3159,14 @@ static void cs_watch_name(struct ceph_backend *cb, uint64_t dir,
 			  const char *name, uint64_t ino)
 {
 	struct cs_watch *w;
-	struct cs_name *nv;
-	size_t lo, hi, mid;
-	int c;
 
 	if (!cb->watch)
 		return;
 	pthread_mutex_lock(&cb->watch_lock);
 	w = *cs_watch_slot(cb, dir);
 	/* not listed yet: the first listing is the starting point */
-	if (!w || !w->listed || w->toobig)
-		goto out;
-	lo = 0;
-	hi = w->nnames;
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		c = strcmp(w->names[mid].name, name);
-		if (c == 0) {
-			w->names[mid].ino = ino;
-			goto out;
-		}
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (w->nnames >= CS_SNAP_MAX) {
-		/* too many to remember: the next change resets */
-		cs_names_free(w->names, w->nnames);
-		w->names = NULL;
-		w->nnames = 0;
-		w->toobig = 1;
-		goto out;
-	}
-	nv = realloc(w->names, (w->nnames + 1) * sizeof(*nv));
-	if (!nv)
-		goto out;	/* the host's timeouts bound it */
-	w->names = nv;
-	memmove(&nv[lo + 1], &nv[lo], (w->nnames - lo) * sizeof(*nv));
-	nv[lo].ino = ino;
-	nv[lo].name = strdup(name);
-	if (!nv[lo].name) {
-		memmove(&nv[lo], &nv[lo + 1], (w->nnames - lo) * sizeof(*nv));
-		goto out;
-	}
-	w->nnames++;
-out:
+	if (w && w->listed && !w->toobig)
+		cs_snap_set(w, name, ino);	/* failing: the timeouts bound it */
 	pthread_mutex_unlock(&cb->watch_lock);
 }
 
@@ -3134,6 +3187,13 @@ static void cs_watch_self(struct ceph_backend *cb, uint64_t ino,
 	w = *cs_watch_slot(cb, ino);
 	if (w) {
 		w->self = 1;
+		if (name) {
+			w->self_gen++;
+			if (now == CS_SELF_ANY ||
+			    (w->listed && !w->toobig &&
+			     cs_snap_set(w, name, now) < 0))
+				w->self_unknown = 1;
+		}
 		for (i = 0; name && !w->self_all && i < w->nself; i++) {
 			if (!strcmp(w->self_names[i], name)) {
 				w->self_now[i] = now;
@@ -3301,62 +3361,17 @@ static int cs_list(struct ceph_backend *cb, Inode *in, struct cs_name **out,
 static void cs_self_apply(const struct cs_watch *w, struct cs_name **nvp,
 			  size_t *nnp)
 {
-	struct cs_name *nv = *nvp, *v;
-	size_t nn = *nnp, lo, hi, mid;
 	unsigned int i;
-	int c = 1;
 
-	for (i = 0; !w->self_all && i < w->nself; i++) {
-		const char *name = w->self_names[i];
-		uint64_t now = w->self_now[i];
-
-		if (now == CS_SELF_ANY)
-			continue;
-		lo = 0;
-		hi = nn;
-		while (lo < hi) {
-			mid = lo + (hi - lo) / 2;
-			c = strcmp(nv[mid].name, name);
-			if (c == 0)
-				break;
-			if (c < 0)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		if (lo < hi) {			/* found at mid */
-			if (now) {
-				nv[mid].ino = now;
-				continue;
-			}
-			free(nv[mid].name);
-			memmove(&nv[mid], &nv[mid + 1],
-				(nn - mid - 1) * sizeof(*nv));
-			nn--;
-			continue;
-		}
-		if (!now)
-			continue;		/* gone, and not listed */
-		v = realloc(nv, (nn + 1) * sizeof(*nv));
-		if (!v)
-			continue;
-		nv = v;
-		memmove(&nv[lo + 1], &nv[lo], (nn - lo) * sizeof(*nv));
-		nv[lo].ino = now;
-		nv[lo].name = strdup(name);
-		if (!nv[lo].name) {
-			memmove(&nv[lo], &nv[lo + 1], (nn - lo) * sizeof(*nv));
-			continue;
-		}
-		nn++;
-	}
-	*nvp = nv;
-	*nnp = nn;
+	for (i = 0; !w->self_all && i < w->nself; i++)
+		if (w->self_now[i] != CS_SELF_ANY)
+			cs_names_set(nvp, nnp, w->self_names[i],
+				     w->self_now[i]);
 }
 
 /* What changed between a directory's old and new names (watch_lock). */
 static void cs_diff(struct ceph_backend *cb, const struct cs_watch *w,
-		    const struct cs_name *nv, size_t nn)
+		    const struct cs_name *nv, size_t nn, int marks)
 {
 	const struct cs_name *ov = w->names;
 	size_t i = 0, j = 0, on = w->nnames;
@@ -3365,19 +3380,19 @@ static void cs_diff(struct ceph_backend *cb, const struct cs_watch *w,
 	while (i < on || j < nn) {
 		c = i == on ? 1 : j == nn ? -1 :
 		    strcmp(ov[i].name, nv[j].name);
-		if (c < 0 && !cs_self_named(w, ov[i].name, 0)) {
+		if (c < 0 && !(marks && cs_self_named(w, ov[i].name, 0))) {
 			atomic_fetch_add(&cb->ev_sweep, 1);
 			atomic_fetch_add(&cb->ev_sweep_names, 1);
 			cs_ext(cb, BCP_NOTIFY_DELETE, w->ino, ov[i].name,
 			       ov[i].ino, 0, 0);
 		} else if (c > 0 &&
-			   !cs_self_named(w, nv[j].name, nv[j].ino)) {
+			   !(marks && cs_self_named(w, nv[j].name, nv[j].ino))) {
 			atomic_fetch_add(&cb->ev_sweep, 1);
 			atomic_fetch_add(&cb->ev_sweep_names, 1);
 			cs_ext(cb, BCP_NOTIFY_ENTRY, w->ino, nv[j].name,
 			       nv[j].ino, 0, 0);
 		} else if (c == 0 && ov[i].ino != nv[j].ino &&
-			   !cs_self_named(w, nv[j].name, nv[j].ino)) {
+			   !(marks && cs_self_named(w, nv[j].name, nv[j].ino))) {
 			atomic_fetch_add(&cb->ev_sweep, 1);
 			atomic_fetch_add(&cb->ev_sweep_names, 1);
 			cs_ext(cb, BCP_NOTIFY_ENTRY, w->ino, nv[j].name,
@@ -3431,7 +3446,8 @@ static void cs_sweep_one(struct ceph_backend *cb, uint64_t ino)
 	struct cs_watch *w;
 	size_t nn = 0;
 	int ret, listed = 0, toobig = 0, attrs, data, was_known, dir;
-	int busy = 0;
+	int busy = 0, marks;
+	unsigned long gen0 = 0;
 	Inode *in;
 
 	/* held by a session: in the client's cache, no message */
@@ -3473,6 +3489,8 @@ static void cs_sweep_one(struct ceph_backend *cb, uint64_t ino)
 		listed = 0;
 		busy = 1;
 	}
+	if (w)
+		gen0 = w->self_gen;
 	pthread_mutex_unlock(&cb->watch_lock);
 	if (!w)
 		goto out_put;
@@ -3516,12 +3534,20 @@ static void cs_sweep_one(struct ceph_backend *cb, uint64_t ino)
 		w->toobig = 1;
 		w->listed = 1;
 	} else if (listed) {
-		cs_self_apply(w, &nv, &nn);
+		/*
+		 * The listing was read after every name change of ours the
+		 * remembered one has: only other clients' changes differ.
+		 * Else ours made meanwhile are made true in it, and a name
+		 * that differs but is marked ours is not told.
+		 */
+		marks = w->self_gen != gen0 || w->self_unknown || w->toobig;
+		if (marks)
+			cs_self_apply(w, &nv, &nn);
 		/* changed since the host looked: which names, unknown */
 		if ((!w->listed || w->toobig) && attrs && !w->self)
 			agent_notify_reset_all();
 		else if (w->listed)
-			cs_diff(cb, w, nv, nn);
+			cs_diff(cb, w, nv, nn, marks);
 		cs_names_free(w->names, w->nnames);
 		w->names = nv;
 		w->nnames = nn;

@@ -9,6 +9,8 @@
 # listing, and was published as a DELETE of a live directory (and at the
 # next sweep as a new ENTRY).  The agent's summary must count no name
 # published by the sweep, and every directory must stay usable.
+# Then: a name another Ceph client makes in a directory this agent's
+# mount is filling with creates is told to the mount once it stops.
 #
 # The agent waits BLUECACHE_CEPH_SWEEP_PAUSE_MS between reading a
 # directory and comparing it, so that most changes fall in between.  Two
@@ -64,6 +66,7 @@ print("%d of 16 checks failed" % bad)
 sys.exit(1 if bad else 0)
 PY
 	bcf_fail "a directory made through a mount was taken for removed"
+
 # every change was ours: the sweep told of no name (the agent's summary)
 bcf_umount_extra m2 || bcf_fail "mount 2 did not unmount"
 bcf_umount
@@ -77,4 +80,48 @@ case $line in
 	bcf_fail "the sweep published names our own mounts made or removed"
 	;;
 esac
+bcf_start_agent "$BCF_BACK" "$listen" "${agent_args[@]}" ||
+	bcf_fail "bluecache-agent did not start again"
+bcf_mount "$listen" "$opts"
+# A name another Ceph client makes in a directory mount 1 is filling (a
+# stream of creates: the sweep leaves it alone meanwhile) is told once
+# the stream stops.  Mount 1 made the directory, so without that news it
+# answers the name's lookup itself (ENOENT) for entry_timeout (60 s).
+PYTHONDONTWRITEBYTECODE=1 timeout 300 python3 - "$m1" "$BCF_BACK" <<'PY' ||
+import os, sys, threading, time
+m1, back = sys.argv[1], sys.argv[2]
+d = os.path.join(m1, "stream")
+os.mkdir(d)
+done = threading.Event()
+def stream():
+    for i in range(2000):
+        fd = os.open(os.path.join(d, "s%05d" % i),
+                     os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        os.write(fd, b"s" * 4096)
+        os.close(fd)
+    done.set()
+t = threading.Thread(target=stream)
+t.start()
+time.sleep(0.5)
+# through the CephFS's other client, while the stream goes on
+with open(os.path.join(back, "stream", "foreign"), "wb") as f:
+    f.write(b"f")
+if done.is_set():
+    print("the stream ended before the other client's create: too fast")
+t.join()
+t0 = time.monotonic()
+while True:
+    try:
+        os.stat(os.path.join(d, "foreign"))
+        break
+    except FileNotFoundError:
+        if time.monotonic() - t0 > 15:
+            print("mount 1 does not see the other client's name 15 s "
+                  "after its own stream stopped")
+            sys.exit(1)
+        time.sleep(0.1)
+print("the other client's name seen %.1f s after the stream" %
+      (time.monotonic() - t0))
+PY
+	bcf_fail "a name another client made in a directory being filled stays hidden"
 echo PASS
