@@ -2440,6 +2440,15 @@ static ssize_t cfs_file_rw(struct agent_store *bs, struct agent_file *f,
 
 	if (off > INT64_MAX || len > INT64_MAX - off)
 		return -EFBIG;
+	/*
+	 * Our own write, not another client's, for the sweep, before and
+	 * after it (a sweep in between clears the first): the batch engine
+	 * tells the store what a push wrote only when another session holds
+	 * something, and the sweep otherwise told the writer's own host its
+	 * write was news, which dropped its cached pages of the file.
+	 */
+	if (write)
+		cs_watch_self(s->cb, f->node->ino, NULL, 0);
 	/* an int result: at most 1 GiB per call */
 	while (done < len) {
 		size_t chunk = len - done > (1u << 30) ? (1u << 30) :
@@ -2460,6 +2469,8 @@ static ssize_t cfs_file_rw(struct agent_store *bs, struct agent_file *f,
 		}
 		done += (size_t)n;
 	}
+	if (write)
+		cs_watch_self(s->cb, f->node->ino, NULL, 0);
 	return (ssize_t)done;
 }
 

@@ -9,8 +9,9 @@
 # listing, and was published as a DELETE of a live directory (and at the
 # next sweep as a new ENTRY).  The agent's summary must count no name
 # published by the sweep, and every directory must stay usable.
-# Then: a name another Ceph client makes in a directory this agent's
-# mount is filling with creates is told to the mount once it stops.
+# Then, with one mount: a name another Ceph client makes in a directory
+# this agent's mount is filling with creates is told to the mount once
+# it stops, and the mount's own writes are not told to it as news.
 #
 # The agent waits BLUECACHE_CEPH_SWEEP_PAUSE_MS between reading a
 # directory and comparing it, so that most changes fall in between.  Two
@@ -124,4 +125,13 @@ print("the other client's name seen %.1f s after the stream" %
       (time.monotonic() - t0))
 PY
 	bcf_fail "a name another client made in a directory being filled stays hidden"
+# the stream's own 2000 writes were not taken for another client's (one
+# INODE event each to the writing mount, which dropped its cached pages)
+bcf_umount
+bcf_stop_agent || bcf_fail "the agent did not stop"
+line=$(grep 'changes by other clients' "$BCF_TMP/agent.log" | tail -n 1)
+echo "$line"
+n=$(echo "$line" | sed -n 's/.* \([0-9]*\) from the sweep.*/\1/p')
+[ -n "$n" ] && [ "$n" -le 20 ] ||
+	bcf_fail "the sweep took the mount's own writes for news ($n events)"
 echo PASS
