@@ -3489,12 +3489,13 @@ static void cs_sweep_one(struct ceph_backend *cb, uint64_t ino)
 		listed = 1;
 	/*
 	 * Our sessions made more names here since the last listing than
-	 * are remembered (self_all): what a listing finds now is taken for
-	 * theirs all the same, so list once the directory has gone a sweep
-	 * without them, keeping the marks until then.  A listing beside a
-	 * stream of creates is not only the cost of reading the directory:
-	 * it leaves the client's copy of the directory incomplete, and each
-	 * create then asks the MDS whether the name exists first.
+	 * are remembered (self_all), and go on: a listing now would overlap
+	 * their changes, and what it found would be taken for ours, so list
+	 * once the directory has gone a sweep without them, keeping the
+	 * marks until then.  A listing beside a stream of creates is not
+	 * only the cost of reading the directory: it leaves the client's
+	 * copy of the directory incomplete, and each create then asks the
+	 * MDS whether the name exists first.
 	 */
 	if (listed && w->listed && w->self_all && w->self) {
 		listed = 0;
