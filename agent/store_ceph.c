@@ -3829,6 +3829,100 @@ static int cs_conf_set(struct ceph_mount_info *cm, const char *opt,
 	return ret;
 }
 
+/* ceph_start_reclaim() on a thread of its own (cs_reclaim()). */
+struct cs_reclaim_run {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;		/* done was set */
+	struct ceph_mount_info *cm;
+	char *uuid;
+	int ret;
+	int done;			/* the call returned ret */
+	int refs;			/* the thread's, the waiter's */
+};
+
+static void cs_reclaim_unref(struct cs_reclaim_run *r)
+{
+	int last;
+
+	pthread_mutex_lock(&r->lock);
+	last = --r->refs == 0;
+	pthread_mutex_unlock(&r->lock);
+	if (!last)
+		return;
+	pthread_cond_destroy(&r->cond);
+	pthread_mutex_destroy(&r->lock);
+	free(r->uuid);
+	free(r);
+}
+
+static void *cs_reclaim_main(void *arg)
+{
+	struct cs_reclaim_run *r = arg;
+	int ret = ceph_start_reclaim(r->cm, r->uuid, CEPH_RECLAIM_RESET);
+
+	pthread_mutex_lock(&r->lock);
+	r->ret = ret;
+	r->done = 1;
+	pthread_cond_signal(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+	cs_reclaim_unref(r);
+	return NULL;
+}
+
+/*
+ * ceph_start_reclaim(), waited for at most timeout_ms: it has no timeout
+ * of its own, and waits for ever for an MDS that does not answer (one
+ * stopped, or one that cannot write its journal to a full cluster).
+ * -ETIMEDOUT: the call is still running on its thread, inside cm, which
+ * must then never be released (the process is failing its start).
+ */
+static int cs_reclaim_call(struct ceph_mount_info *cm, const char *uuid,
+			   unsigned int timeout_ms, int *res)
+{
+	struct cs_reclaim_run *r = calloc(1, sizeof(*r));
+	pthread_condattr_t ca;
+	struct timespec until;
+	pthread_t t;
+	int ret = 0;
+
+	if (r)
+		r->uuid = strdup(uuid);
+	if (!r || !r->uuid) {
+		free(r);
+		*res = ceph_start_reclaim(cm, uuid, CEPH_RECLAIM_RESET);
+		return 0;
+	}
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&r->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	r->cm = cm;
+	r->refs = 2;
+	if (pthread_create(&t, NULL, cs_reclaim_main, r) != 0) {
+		r->refs = 1;
+		cs_reclaim_unref(r);
+		*res = ceph_start_reclaim(cm, uuid, CEPH_RECLAIM_RESET);
+		return 0;
+	}
+	pthread_detach(t);
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += timeout_ms / 1000;
+	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&r->lock);
+	while (!r->done && ret != ETIMEDOUT)
+		ret = pthread_cond_timedwait(&r->cond, &r->lock, &until);
+	ret = r->done ? 0 : -ETIMEDOUT;
+	*res = r->ret;
+	pthread_mutex_unlock(&r->lock);
+	cs_reclaim_unref(r);
+	return ret;
+}
+
 /*
  * A killed run of this agent left its Ceph session behind, holding the
  * capabilities of the files it had open: until the MDS gives up on it
@@ -3836,20 +3930,32 @@ static int cs_conf_set(struct ceph_mount_info *cm, const char *opt,
  * included, waits for them.  The session is known by its uuid, the same
  * for every run of this agent (uuid: main.c), and is reset here before
  * mounting, as NFS-Ganesha does with its own.  Best effort: without it
- * the MDS still ends the old session in time.
+ * the MDS still ends the old session in time.  But an MDS that does not
+ * answer within timeout_ms fails the start (-ETIMEDOUT, cm left in use),
+ * as a monitor that does not answer does.
  */
-static void cs_reclaim(struct ceph_backend *cb, const char *uuid)
+static int cs_reclaim(struct ceph_backend *cb, const char *uuid,
+		      unsigned int timeout_ms)
 {
-	int ret = ceph_start_reclaim(cb->cm, uuid, CEPH_RECLAIM_RESET);
+	int ret, res = 0;
 
-	if (ret == 0)
+	ret = cs_reclaim_call(cb->cm, uuid, timeout_ms, &res);
+	if (ret < 0) {
+		agent_err("store cephfs: no MDS answered within %u ms "
+			  "(resetting the Ceph session a previous run left; "
+			  "an MDS stopped, or the cluster full?)",
+			  timeout_ms);
+		return ret;
+	}
+	if (res == 0)
 		agent_info("store cephfs: reset the Ceph session a previous "
 			   "run left (%s)", uuid);
-	else if (ret != -ENOENT)
+	else if (res != -ENOENT)
 		agent_warn("store cephfs: cannot reset the Ceph session of a "
-			   "previous run (%s): %s", uuid, strerror(-ret));
+			   "previous run (%s): %s", uuid, strerror(-res));
 	ceph_finish_reclaim(cb->cm);
 	ceph_set_uuid(cb->cm, uuid);
+	return 0;
 }
 
 int agent_ceph_open(const struct agent_store_spec *sp,
@@ -3934,8 +4040,11 @@ int agent_ceph_open(const struct agent_store_spec *sp,
 			goto out_release;
 		}
 	}
-	if (sp->uuid)
-		cs_reclaim(cb, sp->uuid);
+	if (sp->uuid) {
+		ret = cs_reclaim(cb, sp->uuid, timeout_ms);
+		if (ret < 0)	/* cb->cm is not released: a call is in it */
+			goto out_free;
+	}
 	ret = ceph_mount(cb->cm, path);
 	if (ret < 0) {
 		if (ret == -ENOENT && sp->fs)

@@ -8,7 +8,9 @@
  * metadata, open/release, file_rw, READDIR through the call interface,
  * fids (fid_entry, REBIND in a second session), and the start-up
  * failures: a conf file that is not there and a monitor nobody answers
- * for fail with -errno, the latter within the timeout.  The write log: a
+ * for fail with -errno, the latter within the timeout, and so does an MDS
+ * that does not answer (stopped) when a previous run's session is to be
+ * reset.  The write log: a
  * process writes through the store and dies (no flush, its Ceph session
  * left behind); the next open of the store, in another process as after
  * an agent's restart, replays what it acknowledged, and nothing a
@@ -118,6 +120,54 @@ static int open_state(const char *spec, const char *state, const char *uuid,
 	return open_as(spec, 30000, state, uuid, b);
 }
 
+
+/*
+ * The MDS stopped (SIGSTOP): opening the store as an agent that ran
+ * before (a uuid, whose session is reset first) fails within the
+ * timeout, as an unreachable monitor does; the open runs in a child,
+ * which is killed if it hangs.
+ */
+static void check_mds_stopped(const char *spec)
+{
+	char path[512];
+	struct agent_backend *b = NULL;
+	double t0;
+	pid_t mds = 0, child;
+	int st = 0, ret;
+	long v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/run/mds.a.pid", cdir);
+	f = fopen(path, "r");
+	CHECK(f && fscanf(f, "%ld", &v) == 1 && v > 1, "%s: no pid", path);
+	fclose(f);
+	mds = (pid_t)v;
+	CHECK(kill(mds, SIGSTOP) == 0, "SIGSTOP mds: %s", strerror(errno));
+	t0 = now_s();
+	child = fork();
+	CHECK(child >= 0, "fork: %s", strerror(errno));
+	if (child == 0) {
+		ret = open_as(spec, 3000, NULL, "agent_cephfs-stopped-mds", &b);
+		printf("open with the MDS stopped: %d (%s) in %.1f s\n", ret,
+		       strerror(-ret), now_s() - t0);
+		_exit(ret < 0 ? 0 : 1);
+	}
+	while (waitpid(child, &st, WNOHANG) == 0 && now_s() - t0 < 30.0)
+		usleep(100 * 1000);
+	if (now_s() - t0 >= 30.0) {
+		kill(child, SIGKILL);
+		waitpid(child, &st, 0);
+		kill(mds, SIGCONT);
+		fail("open with the MDS stopped: no answer in 30 s for a "
+		     "3 s timeout");
+	}
+	kill(mds, SIGCONT);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+	      "open with the MDS stopped did not fail (status %#x)", st);
+	CHECK(now_s() - t0 < 12.0, "open with the MDS stopped: %.1f s for "
+	      "a 3 s timeout", now_s() - t0);
+	printf("ok MDS stopped: the open failed in %.1f s\n", now_s() - t0);
+}
 
 /* A conf that names a monitor nobody listens for. */
 static void check_failures(void)
@@ -655,6 +705,8 @@ int main(int argc, char **argv)
 	ret = open_spec(spec, 10000, &b);
 	CHECK(ret == -ENOENT, "a path not there: %d", ret);
 	printf("ok missing file system and path\n");
+	snprintf(spec, sizeof(spec), "cephfs:/,conf=%s", conf);
+	check_mds_stopped(spec);
 	return 0;
 #endif
 }
