@@ -694,7 +694,13 @@ class CephCluster:
         self.down = os.path.join(srcdir, "ceph", "ceph-down.sh")
 
     def start(self):
-        env = dict(os.environ, WITH_MDS="1", WITH_MGR="0")
+        # a memstore OSD holds every configuration's sequential file in
+        # memory; a full one stops the MDS's journal, and with it every
+        # client's metadata
+        nceph = sum(1 for c in self.b.args.configs if "ceph" in c)
+        mem = max(2 << 30, (nceph + 1) * self.b.seq + (1 << 30))
+        env = dict(os.environ, WITH_MDS="1", WITH_MGR="0",
+                   MEMSTORE_BYTES=str(mem))
         path = os.path.join(self.b.logdir, "ceph-up.log")
         with open(path, "ab") as lf:
             out = subprocess.run([self.up, self.dir], env=env, stdout=
