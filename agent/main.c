@@ -126,7 +126,8 @@ static const char usage_text[] =
 "                            lives beneath DIR\n"
 "      --store-timeout SECONDS\n"
 "                            how long opening the store may wait for its\n"
-"                            cluster at start-up (default 30)\n"
+"                            cluster at start-up, and stopping past the\n"
+"                            10 s drain (default 30)\n"
 "  -l, --listen ADDR         tcp://ADDR[:PORT] or unix:PATH; may be repeated\n"
 "                            (default tcp://127.0.0.1:18517)\n"
 "  -s, --secret-file FILE    pre-shared secret (mode 0600); required to\n"
@@ -1843,6 +1844,69 @@ static int main_store_open(void)
 	return o.ret;
 }
 
+/*
+ * Stopping: the workers drain (AGENT_DRAIN_MS), then the store's last
+ * sync and close.  A cluster that stopped answering (an MDS stopped)
+ * would hold the agent in them for ever: a host's call inside the Ceph
+ * client keeps its session, the sync waits for the MDS.  Past the drain
+ * and --store-timeout the agent exits without them.  Nothing answered is
+ * lost: the cephfs store's write log stays for the next start to replay,
+ * the posix store's writes are in its kernel's cache.
+ */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;		/* done was set */
+	int done;
+	int watching;			/* t runs main_stop_watch() */
+	pthread_t t;
+	char desc[256];			/* the store's */
+} main_stop = {
+	.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER,
+};
+
+static void *main_stop_watch(void *arg)
+{
+	unsigned int secs = AGENT_DRAIN_MS / 1000 + agent_cfg.store_timeout_s;
+	struct timespec until;
+	int ret = 0;
+
+	(void)arg;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += secs;
+	pthread_mutex_lock(&main_stop.lock);
+	while (!main_stop.done && ret != ETIMEDOUT)
+		ret = pthread_cond_clockwait(&main_stop.cond, &main_stop.lock,
+					     CLOCK_MONOTONIC, &until);
+	if (!main_stop.done) {
+		agent_err("%s did not finish stopping within %u s (its "
+			  "cluster does not answer?): exiting without it; a "
+			  "cephfs store replays its write log at the next "
+			  "start", main_stop.desc, secs);
+		_exit(1);
+	}
+	pthread_mutex_unlock(&main_stop.lock);
+	return NULL;
+}
+
+static void main_stop_begin(void)
+{
+	snprintf(main_stop.desc, sizeof(main_stop.desc), "%s",
+		 agent_backend->desc);
+	main_stop.watching = pthread_create(&main_stop.t, NULL,
+					    main_stop_watch, NULL) == 0;
+}
+
+static void main_stop_end(void)
+{
+	if (!main_stop.watching)
+		return;
+	pthread_mutex_lock(&main_stop.lock);
+	main_stop.done = 1;
+	pthread_cond_signal(&main_stop.cond);
+	pthread_mutex_unlock(&main_stop.lock);
+	pthread_join(main_stop.t, NULL);
+}
+
 int main(int argc, char **argv)
 {
 	struct agent_stats total;
@@ -1951,6 +2015,7 @@ int main(int argc, char **argv)
 		   agent_cfg.slot_size);
 	main_ready(daemon_fd);
 	main_loop(sfd);
+	main_stop_begin();
 	agent_watch_stop();
 	agent_metrics_stop();
 	main_sd_notify("STOPPING=1");
@@ -1976,6 +2041,7 @@ out_listeners:
 	close(sfd);
 	agent_resume_fini();
 	agent_backend_close(agent_backend);
+	main_stop_end();
 	agent_backend = NULL;
 	free(agent_cfg.secret);
 	return ret < 0 ? 1 : 0;
