@@ -3880,7 +3880,6 @@ static int cs_reclaim_call(struct ceph_mount_info *cm, const char *uuid,
 			   unsigned int timeout_ms, int *res)
 {
 	struct cs_reclaim_run *r = calloc(1, sizeof(*r));
-	pthread_condattr_t ca;
 	struct timespec until;
 	pthread_t t;
 	int ret = 0;
@@ -3893,10 +3892,7 @@ static int cs_reclaim_call(struct ceph_mount_info *cm, const char *uuid,
 		return 0;
 	}
 	pthread_mutex_init(&r->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&r->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	pthread_cond_init(&r->cond, NULL);
 	r->cm = cm;
 	r->refs = 2;
 	if (pthread_create(&t, NULL, cs_reclaim_main, r) != 0) {
@@ -3915,7 +3911,8 @@ static int cs_reclaim_call(struct ceph_mount_info *cm, const char *uuid,
 	}
 	pthread_mutex_lock(&r->lock);
 	while (!r->done && ret != ETIMEDOUT)
-		ret = pthread_cond_timedwait(&r->cond, &r->lock, &until);
+		ret = pthread_cond_clockwait(&r->cond, &r->lock,
+					     CLOCK_MONOTONIC, &until);
 	ret = r->done ? 0 : -ETIMEDOUT;
 	*res = r->ret;
 	pthread_mutex_unlock(&r->lock);
