@@ -289,10 +289,7 @@ static void *wl_flusher(void *arg)
 			continue;
 		}
 		/* a flush interval after it, or at once when half full */
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_nsec += (long)w->flush_ms * 1000000L;
-		ts.tv_sec += ts.tv_nsec / 1000000000L;
-		ts.tv_nsec %= 1000000000L;
+		bcp_deadline_ms(&ts, w->flush_ms);
 		pthread_cond_timedwait(&w->cond, &w->lock, &ts);
 		if (w->stop || !w->ndone)
 			continue;

@@ -1871,8 +1871,7 @@ static void *main_stop_watch(void *arg)
 	int ret = 0;
 
 	(void)arg;
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += secs;
+	bcp_deadline_ms(&until, secs * 1000u);
 	pthread_mutex_lock(&main_stop.lock);
 	while (!main_stop.done && ret != ETIMEDOUT)
 		ret = pthread_cond_clockwait(&main_stop.cond, &main_stop.lock,

@@ -263,13 +263,7 @@ static const char *metrics_probe_store(void)
 	struct timespec until;
 	const char *why = NULL;
 
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += METRICS_PROBE_MS / 1000;
-	until.tv_nsec += (METRICS_PROBE_MS % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	bcp_deadline_ms(&until, METRICS_PROBE_MS);
 	pthread_mutex_lock(&probe.lock);
 	if (!probe.running &&
 	    (!probe.t_done ||

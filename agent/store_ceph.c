@@ -3902,13 +3902,7 @@ static int cs_reclaim_call(struct ceph_mount_info *cm, const char *uuid,
 		return 0;
 	}
 	pthread_detach(t);
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_sec += timeout_ms / 1000;
-	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
+	bcp_deadline_ms(&until, timeout_ms);
 	pthread_mutex_lock(&r->lock);
 	while (!r->done && ret != ETIMEDOUT)
 		ret = pthread_cond_clockwait(&r->cond, &r->lock,

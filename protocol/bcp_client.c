@@ -230,17 +230,6 @@ static int client_state_set(struct bcp_client *c, enum bcp_client_state to)
 	return ok;
 }
 
-static void deadline_after(struct timespec *ts, int ms)
-{
-	clock_gettime(CLOCK_MONOTONIC, ts);
-	ts->tv_sec += ms / 1000;
-	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts->tv_nsec >= 1000000000L) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000L;
-	}
-}
-
 /* Called with wlock held: the connection is lost and being sought. */
 static int client_paused(const struct bcp_client *c)
 {
@@ -1566,7 +1555,7 @@ static int client_batch(struct bcp_client *c, int direct,
 	 */
 	pthread_mutex_lock(&c->wlock);
 	if (!direct) {
-		deadline_after(&dl, (int)sender_scan_period(c));
+		bcp_deadline_ms(&dl, (unsigned int)sender_scan_period(c));
 		s = slot_get_locked(c, &dl, &err);
 	} else if (c->state == BCP_CLIENT_READY &&
 		   c->free_slot != BCP_POOL_NONE) {
@@ -2615,7 +2604,7 @@ int bcp_client_call(struct bcp_client *c, struct bcp_msg *req,
 	if (client_resumer_of == c)
 		return client_call_resume(c, req, rep, rbuf, rcap);
 	if (c->opts.timeout_ms > 0) {
-		deadline_after(&deadline, c->opts.timeout_ms);
+		bcp_deadline_ms(&deadline, (unsigned int)c->opts.timeout_ms);
 		dl = &deadline;
 	}
 	__atomic_fetch_add(&c->stats.calls, 1, __ATOMIC_RELAXED);
@@ -2652,7 +2641,8 @@ int bcp_client_call(struct bcp_client *c, struct bcp_msg *req,
 				continue;
 			}
 			if (paused && dl)
-				deadline_after(&deadline, c->opts.timeout_ms);
+				bcp_deadline_ms(&deadline,
+						(unsigned int)c->opts.timeout_ms);
 			paused = 0;
 			if (!dl) {
 				pthread_cond_wait(&s->cond, &c->wlock);

@@ -753,6 +753,17 @@ int bcp_addr_is_local(const struct bcp_addr *a)
 	return 0;
 }
 
+void bcp_deadline_ms(struct timespec *ts, unsigned int ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
 int bcp_cpu_idle(int loadavg_fd, unsigned int ncpus)
 {
 	char buf[128], *p = buf;

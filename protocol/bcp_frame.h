@@ -89,4 +89,8 @@ int bcp_addr_bound_port(int sock);
  */
 int bcp_cpu_idle(int loadavg_fd, unsigned int ncpus);
 
+/* *ts: ms milliseconds from now on CLOCK_MONOTONIC, for a timed wait. */
+struct timespec;
+void bcp_deadline_ms(struct timespec *ts, unsigned int ms);
+
 #endif /* BCP_FRAME_H */
