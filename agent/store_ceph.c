@@ -3884,11 +3884,12 @@ static int cs_reclaim_call(struct ceph_mount_info *cm, const char *uuid,
 	pthread_t t;
 	int ret = 0;
 
+	/* no thread for it: not reset, as the reset is best effort */
+	*res = -ENOMEM;
 	if (r)
 		r->uuid = strdup(uuid);
 	if (!r || !r->uuid) {
 		free(r);
-		*res = ceph_start_reclaim(cm, uuid, CEPH_RECLAIM_RESET);
 		return 0;
 	}
 	pthread_mutex_init(&r->lock, NULL);
@@ -3898,7 +3899,7 @@ static int cs_reclaim_call(struct ceph_mount_info *cm, const char *uuid,
 	if (pthread_create(&t, NULL, cs_reclaim_main, r) != 0) {
 		r->refs = 1;
 		cs_reclaim_unref(r);
-		*res = ceph_start_reclaim(cm, uuid, CEPH_RECLAIM_RESET);
+		*res = -EAGAIN;
 		return 0;
 	}
 	pthread_detach(t);
