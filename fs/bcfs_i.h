@@ -330,7 +330,9 @@ void bcfs_dirs_fini(void);
  * (0: not followed).  end: its reply came (a: dir's attributes after it,
  * or NULL when it failed; ngen: bcfs_notify_gen() when it went out).
  * get: 1 with dir's attributes and how long they stay valid, while kept.
- * drop: handle changed otherwise.  notified: a notification (RESET drops
+ * drop: handle changed otherwise.  moved: a RENAME between dir and dir2
+ * succeeded (its ends came first); what it moved is not known, so every
+ * other directory is dropped.  notified: a notification (RESET drops
  * everything), from the notify callback.
  */
 uint32_t bcfs_dattr_begin(uint64_t dir);
@@ -338,6 +340,7 @@ void bcfs_dattr_end(uint64_t dir, uint32_t ticket, const struct bcp_attr *a,
 		    uint64_t ngen);
 int bcfs_dattr_get(uint64_t dir, struct bcp_attr *out, double *timeout);
 void bcfs_dattr_drop(uint64_t handle);
+void bcfs_dattr_moved(uint64_t dir, uint64_t dir2);
 void bcfs_dattr_notified(uint32_t kind, uint64_t handle);
 
 /*
@@ -445,7 +448,8 @@ enum bcfs_reply {
 	BCFS_REPLY_RENAME,		/* status of a RENAME */
 	BCFS_REPLY_CHANGED,		/* as STATUS; file data changed
 					 * (peek.c) */
-	BCFS_REPLY_TRUNCATE,		/* as ATTR; file data changed */
+	BCFS_REPLY_SETATTR,		/* as ATTR; the node changed */
+	BCFS_REPLY_TRUNCATE,		/* as SETATTR; file data changed */
 };
 
 /*

@@ -17,8 +17,16 @@
  * (two creates in one directory may be answered in either order), and no
  * notification came between the request and its reply (another session
  * may have changed it after; the agent tells of that).  A notification
- * about the directory, RESET, a reconnect, a SETATTR of it or the kernel
- * forgetting it drops what is kept; it lasts attr_timeout at most.
+ * about the directory, RESET, a reconnect or the kernel forgetting it
+ * drops what is kept; it lasts attr_timeout at most.
+ *
+ * A change of the directory itself rather than of a name in it (SETATTR,
+ * SETXATTR, REMOVEXATTR) is a change in flight like the others, whose
+ * reply keeps nothing.  A RENAME also changes the ctime of what it moves,
+ * which may be a directory kept here, and the daemon does not know which
+ * one: every directory but the two whose attributes the reply brought is
+ * dropped, and so is whatever a reply still in flight would bring (the
+ * epoch).
  *
  * A table of BCFS_DATTR_SLOTS entries, indexed by the handle's hash; a
  * directory whose slot another one holds with a change in flight is
@@ -36,6 +44,7 @@ struct bcfs_dattr {
 	uint64_t handle;	/* 0: free */
 	uint32_t sent;		/* the last change's ticket */
 	uint32_t busy;		/* changes in flight */
+	uint32_t epoch;		/* bcfs_dattr_epoch at the last change */
 	int valid;
 	uint64_t until_ns;	/* valid until */
 	struct bcp_attr attr;
@@ -45,6 +54,7 @@ static pthread_mutex_t bcfs_dattr_lock = PTHREAD_MUTEX_INITIALIZER;
 /* protected by bcfs_dattr_lock */
 static struct bcfs_dattr bcfs_dattr_tab[BCFS_DATTR_SLOTS];
 static uint32_t bcfs_dattr_tickets;
+static uint32_t bcfs_dattr_epoch;	/* a RENAME ended */
 
 static struct bcfs_dattr *bcfs_dattr_slot(uint64_t handle)
 {
@@ -75,6 +85,7 @@ uint32_t bcfs_dattr_begin(uint64_t dir)
 	if (!t)
 		t = ++bcfs_dattr_tickets;
 	d->sent = t;
+	d->epoch = bcfs_dattr_epoch;
 out_unlock:
 	pthread_mutex_unlock(&bcfs_dattr_lock);
 	return t;
@@ -93,7 +104,7 @@ void bcfs_dattr_end(uint64_t dir, uint32_t ticket, const struct bcp_attr *a,
 		goto out_unlock;	/* never: a busy slot is not taken */
 	d->busy--;
 	if (a && a->ino && d->sent == ticket && !d->busy &&
-	    bcfs_notify_gen() == ngen) {
+	    d->epoch == bcfs_dattr_epoch && bcfs_notify_gen() == ngen) {
 		d->attr = *a;
 		d->valid = 1;
 		d->until_ns = bcfs_now_ns() +
@@ -135,6 +146,23 @@ void bcfs_dattr_drop(uint64_t handle)
 	d = bcfs_dattr_slot(handle);
 	if (d->handle == handle)
 		d->valid = 0;
+	pthread_mutex_unlock(&bcfs_dattr_lock);
+}
+
+void bcfs_dattr_moved(uint64_t dir, uint64_t dir2)
+{
+	struct bcfs_dattr *d;
+	uint32_t was;
+
+	pthread_mutex_lock(&bcfs_dattr_lock);
+	was = bcfs_dattr_epoch++;
+	for (d = bcfs_dattr_tab; d < bcfs_dattr_tab + BCFS_DATTR_SLOTS; d++) {
+		/* the parents are not what moved */
+		if ((d->handle == dir || d->handle == dir2) && d->epoch == was)
+			d->epoch = bcfs_dattr_epoch;
+		else
+			d->valid = 0;
+	}
 	pthread_mutex_unlock(&bcfs_dattr_lock);
 }
 

@@ -140,6 +140,8 @@ static void bcfs_answer_rename(struct bcfs_acall *a, int result)
 	bcfs_dattr_end(a->dir, a->dticket, result ? NULL : &r->dir, a->ngen);
 	bcfs_dattr_end(a->dir2, a->dticket2, result ? NULL : &r->newdir,
 		       a->ngen);
+	if (!result)
+		bcfs_dattr_moved(a->dir, a->dir2);
 	bcfs_reply_status(a->req, result);
 }
 
@@ -163,11 +165,18 @@ static void bcfs_answer_attr(struct bcfs_acall *a, int result)
 			bcfs_notify_timeout(bcfs_g.o.attr_timeout, a->ngen));
 }
 
+/* SETATTR: what dattr.c kept of a directory is old (mode, owner, times) */
+static void bcfs_answer_setattr(struct bcfs_acall *a, int result)
+{
+	bcfs_dattr_end(a->dir, a->dticket, NULL, a->ngen);
+	bcfs_answer_attr(a, result);
+}
+
 /* SETATTR of a size: a change of file data ended (peek.c) */
 static void bcfs_answer_truncate(struct bcfs_acall *a, int result)
 {
 	bcfs_peek_dirty();
-	bcfs_answer_attr(a, result);
+	bcfs_answer_setattr(a, result);
 }
 
 static void bcfs_reply_entry_ex(fuse_req_t req, uint64_t parent,
@@ -241,6 +250,7 @@ void bcfs_call_reply(fuse_req_t req, struct bcp_msg *m, enum bcfs_reply kind,
 		[BCFS_REPLY_REMOVE] = bcfs_answer_remove,
 		[BCFS_REPLY_RENAME] = bcfs_answer_rename,
 		[BCFS_REPLY_CHANGED] = bcfs_answer_changed,
+		[BCFS_REPLY_SETATTR] = bcfs_answer_setattr,
 		[BCFS_REPLY_TRUNCATE] = bcfs_answer_truncate,
 	};
 	struct bcfs_acall *a = bcfs_acall_get();
@@ -263,6 +273,11 @@ void bcfs_call_reply(fuse_req_t req, struct bcp_msg *m, enum bcfs_reply kind,
 		a->dir2 = m->u.rename_req.newparent;
 		if (a->dir2 != a->dir)
 			a->dticket2 = bcfs_dattr_begin(a->dir2);
+		break;
+	case BCFS_REPLY_SETATTR:
+	case BCFS_REPLY_TRUNCATE:
+		a->dir = m->u.setattr_req.handle;
+		a->dticket = bcfs_dattr_begin(a->dir);
 		break;
 	default:
 		break;
@@ -463,14 +478,12 @@ void bcfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	}
 	if (!s->valid)
 		bcfs_setattr_nothing(req, s);
-	/* a directory's mode, owner or times: what dattr.c kept is old */
-	bcfs_dattr_drop(s->handle);
 	if (s->valid & BCP_SETATTR_SIZE) {
 		bcfs_peek_dirty();
 		bcfs_call_reply(req, &m, BCFS_REPLY_TRUNCATE, 0, NULL);
 		return;
 	}
-	bcfs_call_reply(req, &m, BCFS_REPLY_ATTR, 0, NULL);
+	bcfs_call_reply(req, &m, BCFS_REPLY_SETATTR, 0, NULL);
 }
 
 void bcfs_op_readlink(fuse_req_t req, fuse_ino_t ino)

@@ -30,10 +30,29 @@ static int bcfs_xattr_name_len(const char *name)
 	return len > BCP_XATTR_NAME_MAX ? -ERANGE : (int)len;
 }
 
+/*
+ * SETXATTR, REMOVEXATTR: what inode.c keeps of the attribute is dropped
+ * before and after (a getxattr racing with it must not cache), and what
+ * dattr.c keeps of a directory (its ctime moves).
+ */
+static int bcfs_xattr_change(struct bcp_msg *m, uint64_t handle)
+{
+	struct bcp_msg r;
+	uint32_t t;
+	int ret;
+
+	bcfs_inode_xattr_forget(handle);
+	t = bcfs_dattr_begin(handle);
+	ret = bcfs_call(m, &r);
+	bcfs_dattr_end(handle, t, NULL, 0);
+	bcfs_inode_xattr_forget(handle);
+	return ret;
+}
+
 void bcfs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		      const char *value, size_t size, int flags)
 {
-	struct bcp_msg m, r;
+	struct bcp_msg m;
 	int len, ret;
 
 	len = bcfs_xattr_name_len(name);
@@ -53,10 +72,7 @@ void bcfs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	m.name = name;
 	m.data = value;
 	m.data_len = size;
-	/* before and after: a getxattr racing with it must not cache */
-	bcfs_inode_xattr_forget(bcfs_handle(ino));
-	ret = bcfs_call(&m, &r);
-	bcfs_inode_xattr_forget(bcfs_handle(ino));
+	ret = bcfs_xattr_change(&m, bcfs_handle(ino));
 	bcfs_reply_status(req, ret);
 }
 
@@ -159,7 +175,7 @@ void bcfs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 
 void bcfs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
-	struct bcp_msg m, r;
+	struct bcp_msg m;
 	int len, ret;
 
 	len = bcfs_xattr_name_len(name);
@@ -171,8 +187,6 @@ void bcfs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 	m.u.removexattr_req.handle = bcfs_handle(ino);
 	m.u.removexattr_req.name_len = len;
 	m.name = name;
-	bcfs_inode_xattr_forget(bcfs_handle(ino));
-	ret = bcfs_call(&m, &r);
-	bcfs_inode_xattr_forget(bcfs_handle(ino));
+	ret = bcfs_xattr_change(&m, bcfs_handle(ino));
 	bcfs_reply_status(req, ret);
 }

@@ -361,6 +361,75 @@ static void case_xattr(void)
 	EXPECT_ERR(getxattr("f", "user.k", buf, sizeof(buf)), ENODATA);
 }
 
+/*
+ * A directory's ctime moves when it is renamed or its extended attributes
+ * change, also when something was just made in it (the mount may keep
+ * the attributes of a directory it changed).
+ */
+static void ctime_moved(const char *what, const char *path,
+			const struct stat *before)
+{
+	struct stat st;
+
+	if (EXPECT_OK(lstat(path, &st)) == 0 &&
+	    st.st_ctim.tv_sec == before->st_ctim.tv_sec &&
+	    st.st_ctim.tv_nsec == before->st_ctim.tv_nsec)
+		fail("%s: ctime of %s did not change", what, path);
+}
+
+static void ctime_touch(const char *dir)
+{
+	char path[PATH_MAX];
+	struct timespec pause = { 0, 20 * 1000 * 1000 };
+
+	snprintf(path, sizeof(path), "%s/made", dir);
+	unlink(path);
+	write_file(path, "x", 1);
+	nanosleep(&pause, NULL);
+}
+
+static void case_ctime(void)
+{
+	struct stat st, st2;
+
+	EXPECT_OK(mkdir("p", 0755));
+	EXPECT_OK(mkdir("q", 0755));
+	EXPECT_OK(mkdir("p/d", 0755));
+	EXPECT_OK(mkdir("q/e", 0755));
+	ctime_touch("p/d");
+	if (EXPECT_OK(lstat("p/d", &st)) == 0) {
+		EXPECT_OK(rename("p/d", "q/d"));
+		ctime_moved("rename to another directory", "q/d", &st);
+		expect_content("q/d/made", "x", 1);
+	}
+	ctime_touch("q/d");
+	if (EXPECT_OK(lstat("q/d", &st)) == 0) {
+		EXPECT_OK(rename("q/d", "q/d2"));
+		ctime_moved("rename in its directory", "q/d2", &st);
+	}
+	if (!getenv("SYSCALL_CHECK_NO_EXCHANGE")) {
+		ctime_touch("q/d2");
+		ctime_touch("q/e");
+		if (EXPECT_OK(lstat("q/d2", &st)) == 0 &&
+		    EXPECT_OK(lstat("q/e", &st2)) == 0) {
+			EXPECT_OK(renameat2(AT_FDCWD, "q/d2", AT_FDCWD, "q/e",
+					    RENAME_EXCHANGE));
+			ctime_moved("exchange", "q/e", &st);
+			ctime_moved("exchange", "q/d2", &st2);
+		}
+	}
+	ctime_touch("q/e");
+	if (EXPECT_OK(lstat("q/e", &st)) == 0) {
+		EXPECT_OK(setxattr("q/e", "user.k", "v", 1, 0));
+		ctime_moved("setxattr", "q/e", &st);
+	}
+	ctime_touch("q/e");
+	if (EXPECT_OK(lstat("q/e", &st)) == 0) {
+		EXPECT_OK(removexattr("q/e", "user.k"));
+		ctime_moved("removexattr", "q/e", &st);
+	}
+}
+
 static void case_sparse(void)
 {
 	unsigned char buf[4096], zero[4096];
@@ -679,6 +748,7 @@ static const struct check_case cases[] = {
 	{ "rename", case_rename },
 	{ "links", case_links },
 	{ "xattr", case_xattr },
+	{ "ctime", case_ctime },
 	{ "sparse", case_sparse },
 	{ "copy_range", case_copy_range },
 	{ "rw", case_rw },
