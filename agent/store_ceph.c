@@ -1340,6 +1340,12 @@ static int cs_setattr(struct ceph_store *s, struct ceph_node *n,
 			x.stx_mtime.tv_nsec = r->mtime_nsec;
 			mask |= CEPH_SETATTR_MTIME;
 		}
+		/*
+		 * utimensat marks ctime even when the times stay; the Ceph
+		 * client does not when it sends the change to the MDS
+		 */
+		cs_now(&x.stx_ctime);
+		mask |= CEPH_SETATTR_CTIME;
 		ret = ceph_ll_setattr(s->cm, n->in, &x, mask, perms);
 		if (ret < 0)
 			return ret;

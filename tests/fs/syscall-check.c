@@ -364,7 +364,7 @@ static void case_xattr(void)
 /*
  * A directory's ctime moves when it is renamed or its extended attributes
  * change, also when something was just made in it (the mount may keep
- * the attributes of a directory it changed).
+ * the attributes of a directory it changed); a file's at every utimensat.
  */
 static void ctime_moved(const char *what, const char *path,
 			const struct stat *before)
@@ -390,7 +390,18 @@ static void ctime_touch(const char *dir)
 
 static void case_ctime(void)
 {
+	struct timespec ts[2] = { { 1000000000, 0 }, { 1100000000, 0 } };
+	struct timespec pause = { 0, 20 * 1000 * 1000 };
 	struct stat st, st2;
+
+	/* utimensat marks ctime even when the times it sets are the same */
+	if (!write_file("t", "x", 1) &&
+	    EXPECT_OK(utimensat(AT_FDCWD, "t", ts, 0)) == 0 &&
+	    EXPECT_OK(lstat("t", &st)) == 0) {
+		nanosleep(&pause, NULL);
+		EXPECT_OK(utimensat(AT_FDCWD, "t", ts, 0));
+		ctime_moved("utimensat to the same times", "t", &st);
+	}
 
 	EXPECT_OK(mkdir("p", 0755));
 	EXPECT_OK(mkdir("q", 0755));
