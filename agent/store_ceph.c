@@ -1899,18 +1899,19 @@ static int cfs_unlink(struct agent_store *bs, uint64_t parent,
 /*
  * The MDS's reply to a rename carries the new parent, not the old one,
  * so the Ceph client keeps the old parent's times and link count from
- * before while its capabilities last.  Setting the times the rename gave
- * it fetches the whole inode anew.  Best effort: the rename is made.
+ * before while its capabilities last.  Setting its ctime fetches the
+ * whole inode anew, with the mtime the rename gave it.  Not the mtime as
+ * well: one set by a client stays, the MDS no longer moves it for the
+ * next changes of names in the directory.  Best effort: the rename is
+ * made.
  */
 static void cs_rename_source(struct ceph_store *s, struct ceph_node *p)
 {
 	struct ceph_statx x;
 
 	memset(&x, 0, sizeof(x));
-	cs_now(&x.stx_mtime);
-	x.stx_ctime = x.stx_mtime;
-	(void)ceph_ll_setattr(s->cm, p->in, &x,
-			      CEPH_SETATTR_MTIME | CEPH_SETATTR_CTIME,
+	cs_now(&x.stx_ctime);
+	(void)ceph_ll_setattr(s->cm, p->in, &x, CEPH_SETATTR_CTIME,
 			      s->cb->perms);
 }
 
