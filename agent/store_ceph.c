@@ -1915,6 +1915,50 @@ static void cs_rename_source(struct ceph_store *s, struct ceph_node *p)
 			      s->cb->perms);
 }
 
+/*
+ * A rename over a name whose inode keeps other names (a hard link): once
+ * the MDS commits it, the Ceph client forgets every name of the replaced
+ * inode it knows (Client::put_request() trims it as if it were gone), and
+ * a directory it holds complete then lacks the names that remain: their
+ * lookups say ENOENT, and rmdir of the directory ENOTEMPTY, until its
+ * caps on the directory change (ceph-fuse shows the same).  Such a target
+ * is unlinked first, which the Ceph client takes as it should; the
+ * replace is then not atomic for it (another client may find the name
+ * missing in between).  Returns 1 when both names are of one inode
+ * (rename(2) then does nothing), 0 to go on, or an error.
+ */
+static int cs_rename_linked(struct ceph_store *s, struct ceph_node *p,
+			    const char *cname, struct ceph_node *np,
+			    const char *cnew)
+{
+	struct ceph_statx x, y;
+	Inode *in;
+	int ret;
+
+	ret = ceph_ll_lookup(s->cm, np->in, cnew, &in, &x,
+			     CEPH_STATX_INO | CEPH_STATX_MODE |
+			     CEPH_STATX_NLINK, AT_SYMLINK_NOFOLLOW,
+			     s->cb->perms);
+	if (ret == -ENOENT)
+		return 0;
+	if (ret < 0)
+		return ret;
+	ceph_ll_put(s->cm, in);
+	if (S_ISDIR(x.stx_mode) || x.stx_nlink < 2)
+		return 0;
+	ret = ceph_ll_lookup(s->cm, p->in, cname, &in, &y,
+			     CEPH_STATX_INO | CEPH_STATX_MODE,
+			     AT_SYMLINK_NOFOLLOW, s->cb->perms);
+	if (ret < 0)
+		return ret;
+	ceph_ll_put(s->cm, in);
+	if (y.stx_ino == x.stx_ino)
+		return 1;
+	if (S_ISDIR(y.stx_mode))
+		return -ENOTDIR;
+	return ceph_ll_unlink(s->cm, np->in, cnew, s->cb->perms);
+}
+
 static int cfs_rename(struct agent_store *bs, const struct bcp_rename_req *r,
 		       const char *name, const char *newname)
 {
@@ -1964,6 +2008,11 @@ static int cfs_rename(struct agent_store *bs, const struct bcp_rename_req *r,
 	}
 	cs_pub_peek(s, p, cname, &moved, &nlink);
 	cs_pub_peek(s, np, cnew, &target, &tlink);
+	if (!(r->flags & BCP_RENAME_NOREPLACE)) {
+		ret = cs_rename_linked(s, p, cname, np, cnew);
+		if (ret)
+			goto out_np;	/* 1: nothing to do */
+	}
 	ret = ceph_ll_rename(s->cm, p->in, cname, np->in, cnew, s->cb->perms);
 	if (ret == 0 && p->ino != np->ino)
 		cs_rename_source(s, p);
@@ -1979,7 +2028,7 @@ out_np:
 	cs_node_put(s, np);
 out_p:
 	cs_node_put(s, p);
-	return ret;
+	return ret < 0 ? ret : 0;
 }
 
 /* Open n as OPEN (flags) or OPENDIR does: a Fh or a directory stream. */

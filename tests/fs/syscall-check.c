@@ -523,6 +523,37 @@ static void case_dirtimes(void)
 	}
 }
 
+/*
+ * A rename over one of two hard links leaves the other one whole (a
+ * CephFS client once forgot every name of the replaced inode when the MDS
+ * committed the rename; the sleep lets that commit come first).
+ */
+static void case_relink(void)
+{
+	struct timespec pause = { 0, 20 * 1000 * 1000 };
+	char a[32], b[32], c[32];
+	int i;
+
+	EXPECT_OK(mkdir("x", 0755));
+	EXPECT_OK(mkdir("y", 0755));
+	for (i = 0; i < 8; i++) {
+		snprintf(a, sizeof(a), "x/a%d", i);
+		snprintf(b, sizeof(b), "y/b%d", i);
+		snprintf(c, sizeof(c), "c%d", i);
+		if (write_file(a, "aa", 2) || write_file(c, "c", 1))
+			return;
+		EXPECT_OK(link(a, b));
+		EXPECT_OK(rename(c, b));
+		nanosleep(&pause, NULL);
+		expect_content(a, "aa", 2);
+		expect_content(b, "c", 1);
+		EXPECT_OK(unlink(a));
+		EXPECT_OK(unlink(b));
+	}
+	EXPECT_OK(rmdir("x"));
+	EXPECT_OK(rmdir("y"));
+}
+
 static void case_sparse(void)
 {
 	unsigned char buf[4096], zero[4096];
@@ -843,6 +874,7 @@ static const struct check_case cases[] = {
 	{ "xattr", case_xattr },
 	{ "ctime", case_ctime },
 	{ "dirtimes", case_dirtimes },
+	{ "relink", case_relink },
 	{ "sparse", case_sparse },
 	{ "copy_range", case_copy_range },
 	{ "rw", case_rw },
