@@ -8,8 +8,9 @@ Usage: namespace-check.py TESTDIR REFDIR [OPS]
 Applies the same random operations to TESTDIR (a mount) and REFDIR (a
 local directory) on a small set of names two levels deep: mkdir, rmdir,
 unlink, rename (plain, RENAME_NOREPLACE, RENAME_EXCHANGE), link, symlink,
-creating, truncating and appending files, chmod, utimensat, readlink,
-reads, stats and listings, and reads, writes and fstat through
+creating, truncating and appending files, chmod, utimensat, setting,
+removing and reading an extended attribute, readlink, reads, stats and
+listings, and reads, writes and fstat through
 descriptors kept open across all of that.  Every result (the value, or
 the errno) must be the reference's.  After a change, whether it moved
 the mtime and the ctime of the names it touched and of their
@@ -22,7 +23,8 @@ Environment:
   NS_SECOND=DIR        a second mount of the same agent: every change is
                        made through either mount at random, and after
                        each one the names it touched must look the same
-                       through the other within a second
+                       through the other within a second (their mtime
+                       and ctime those the first mount shows)
 Exit 0 when everything matched, 1 after the first differences (at most
 20 are shown).
 """
@@ -123,6 +125,12 @@ def do(op, base, a, b, data, mode):
         return os.chmod(pa, mode)
     if op == "utime":
         return os.utime(pa, ns=(10**18, 15 * 10**17), follow_symlinks=False)
+    if op == "setxattr":
+        return os.setxattr(pa, "user.k", data)
+    if op == "rmxattr":
+        return os.removexattr(pa, "user.k")
+    if op == "getxattr":
+        return (os.getxattr(pa, "user.k"), sorted(os.listxattr(pa)))
     if op == "readlink":
         return os.readlink(pa)
     if op == "read":
@@ -134,7 +142,7 @@ def do(op, base, a, b, data, mode):
     raise ValueError(op)
 
 
-QUERIES = ("readlink", "read", "stat", "list")
+QUERIES = ("readlink", "read", "stat", "list", "getxattr")
 
 
 def main():
@@ -149,7 +157,8 @@ def main():
     rng = random.Random(seed)
     ops = ["mkdir", "rmdir", "unlink", "rename", "noreplace", "link",
            "symlink", "create", "trunc", "append", "truncate", "chmod",
-           "utime", "readlink", "read", "stat", "list", "openkeep", "fdop"]
+           "utime", "setxattr", "rmxattr", "getxattr", "readlink", "read",
+           "stat", "list", "openkeep", "fdop"]
     if not os.environ.get("NS_NO_EXCHANGE"):
         ops.append("exchange")
     fds = []			# (test fd, reference fd, name)
@@ -224,14 +233,17 @@ def main():
             other = test if where == second else second
             for x in sorted(set(["", a, b, os.path.dirname(a),
                                  os.path.dirname(b)])):
+                # the times as the mount that made the change has them
                 want = (res(lstat, os.path.join(ref, x)),
                         res(listing, os.path.join(ref, x)),
-                        res(content, os.path.join(ref, x)))
+                        res(content, os.path.join(ref, x)),
+                        times(os.path.join(where, x)))
                 t0 = time.monotonic()
                 while True:
                     got = (res(lstat, os.path.join(other, x)),
                            res(listing, os.path.join(other, x)),
-                           res(content, os.path.join(other, x)))
+                           res(content, os.path.join(other, x)),
+                           times(os.path.join(other, x)))
                     if got == want or time.monotonic() - t0 > 1.0:
                         break
                     time.sleep(0.01)
