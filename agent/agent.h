@@ -205,6 +205,9 @@ struct agent_stats {
 	uint64_t seg_failed;
 	uint64_t inline_segs;		/* shm segments moved inline */
 	uint64_t inline_missed;		/* tried inline, left to staging */
+	uint64_t pool_batches;		/* moved whole by a pool thread */
+	uint64_t pool_sent;		/* replies a pool thread sent */
+	uint64_t pool_part;		/* ... of which the worker ended */
 	uint64_t sessions;
 	uint64_t bad_frames;
 	uint64_t auth_failed;
@@ -253,7 +256,10 @@ struct agent_job {
 };
 int agent_pool_start(unsigned int nthreads);
 void agent_pool_stop(void);
-void agent_pool_submit(struct agent_job *j);
+/* j runs run() on a pool thread, then done() on worker w. */
+void agent_pool_submit(struct agent_job *j, void (*run)(struct agent_job *),
+		       void (*done)(struct agent_job *),
+		       struct agent_worker *w);
 
 /* worker.c */
 struct agent_worker;

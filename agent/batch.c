@@ -54,7 +54,10 @@
  * comes back to the worker as a CQE's would, through
  * agent_batch_ring_done(), so short reads and writes mean the same.  Many
  * chunks are out at once, so the store's calls overlap each other and
- * the transfers.  They are never moved inline.
+ * the transfers.  They are never moved inline.  A small batch of such
+ * files, with its bytes in shm regions or inline, is instead moved whole
+ * by one pool thread straight between the store and the host's memory,
+ * and answered from there (batch_pool_take()).
  */
 #include "config.h"
 
@@ -217,18 +220,49 @@ static uint32_t batch_inline_pack(struct agent_batch *b)
 	return n;
 }
 
+/*
+ * The reply to b: each segment's status, an inline pull's bytes (packed
+ * once: a pool thread may have made this reply before the worker).
+ */
+static void batch_reply_init(struct agent_batch *b, struct bcp_msg *rep)
+{
+	uint32_t i;
+
+	/* every chunk below lim[i] was delivered whole */
+	for (i = 0; i < b->count; i++)
+		if (b->op == BCP_OP_BATCH_PULL && b->st[i] >= 0)
+			b->st[i] = (int32_t)b->lim[i];
+	memset(rep, 0, sizeof(*rep));
+	rep->hdr.magic = BCP_MAGIC;
+	rep->hdr.version = BCP_VERSION_MAX;
+	rep->hdr.opcode = b->op;
+	rep->hdr.flags = BCP_HF_REPLY;
+	rep->hdr.req_id = b->req_id;
+	rep->u.batch_rep.count = b->count;
+	rep->statuses = b->st;
+	if (b->inl && b->op == BCP_OP_BATCH_PULL) {
+		if (!b->ipacked)
+			b->plen = batch_inline_pack(b);
+		b->ipacked = 1;
+		rep->data = b->ibuf;
+		rep->data_len = b->plen;
+		rep->u.batch_rep.data_len = b->plen;
+	}
+}
+
+static void batch_pool_unhold(struct agent_batch *b, uint32_t n);
+
 static void batch_finish(struct agent_batch *b)
 {
 	struct agent_session *s = b->s;
 	struct agent_worker *w = s->w;
+	struct bcp_msg rep;
 	uint32_t i;
 
-	if (b->op == BCP_OP_BATCH_PUSH)
-		batch_publish(b);
+	if (b->op == BCP_OP_BATCH_PUSH && !b->pooled)
+		batch_publish(b);	/* a pool thread's did, before its reply */
+	batch_reply_init(b, &rep);
 	for (i = 0; i < b->count; i++) {
-		/* every chunk below lim[i] was delivered whole */
-		if (b->op == BCP_OP_BATCH_PULL && b->st[i] >= 0)
-			b->st[i] = (int32_t)b->lim[i];
 		if (b->files[i])
 			agent_store_file_put(s->store, b->files[i]);
 		b->files[i] = NULL;
@@ -242,24 +276,16 @@ static void batch_finish(struct agent_batch *b)
 	}
 	agent_stats_op(&w->stats, b->op, 0, b->t0);
 	agent_metrics_batch(b);
-	if (!s->peer_gone) {
-		struct bcp_msg rep;
-
-		memset(&rep, 0, sizeof(rep));
-		rep.hdr.magic = BCP_MAGIC;
-		rep.hdr.version = BCP_VERSION_MAX;
-		rep.hdr.opcode = b->op;
-		rep.hdr.flags = BCP_HF_REPLY;
-		rep.hdr.req_id = b->req_id;
-		rep.u.batch_rep.count = b->count;
-		rep.statuses = b->st;
-		if (b->inl && b->op == BCP_OP_BATCH_PULL) {
-			rep.data = b->ibuf;
-			rep.data_len = batch_inline_pack(b);
-			rep.u.batch_rep.data_len = rep.data_len;
-		}
+	if (b->sent) {
+		agent_session_pool_rest(s, &b->rest);
+	} else if (!s->peer_gone) {
 		agent_session_reply(s, &rep);
 	}
+	if (b->pooled) {
+		batch_pool_unhold(b, b->count);
+		w->stats.pool_batches++;
+	}
+	b->pooled = b->sent = b->ipacked = 0;
 	if (b->inl && b->op == BCP_OP_BATCH_PULL)
 		s->inl_rsv -= b->ilen;
 	b->inl = 0;
@@ -340,10 +366,8 @@ static void batch_submit_rw(struct agent_slot *sl)
 
 	if (b->fds[sl->seg] < 0) {
 		/* the file's owner is the batch: it outlives the job */
-		sl->job.run = batch_job_run;
-		sl->job.done = batch_job_done;
-		sl->job.w = sl->w;
-		agent_pool_submit(&sl->job);
+		agent_pool_submit(&sl->job, batch_job_run, batch_job_done,
+				  sl->w);
 		return;
 	}
 	sqe = agent_ring_sqe(&sl->w->ring);
@@ -716,6 +740,133 @@ static void batch_inline_take(struct agent_batch *b, const struct bcp_msg *m)
 	b->inl = 1;
 }
 
+static struct agent_batch *batch_of_job(struct agent_job *j)
+{
+	return (struct agent_batch *)((char *)j -
+				      offsetof(struct agent_batch, job));
+}
+
+/* Let go of the regions of b's first n segments (batch_pool_take()). */
+static void batch_pool_unhold(struct agent_batch *b, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		if (!b->inl && b->pmap[i])
+			bcp_xsrv_region_put(b->s->xsrv, b->segs[i].region_id);
+}
+
+/*
+ * Pool thread: every segment of b moved straight between its file and
+ * the host's memory, the PUSH's holders told, and the reply sent from
+ * here when the stream lets it (agent_session_pool_send()).  Statuses
+ * mean what the staging path's do: a pull's is the bytes read (a short
+ * read is the end of the file), a push's all of its bytes or an error.
+ */
+static void batch_pool_run(struct agent_job *j)
+{
+	struct agent_batch *b = batch_of_job(j);
+	struct agent_store *st = b->s->store;
+	struct bcp_msg rep;
+	ssize_t n = 0;
+	uint32_t i, done;
+	int len;
+
+	for (i = 0; i < b->count; i++) {
+		const struct bcp_seg *sg = &b->segs[i];
+		uint8_t *p = b->pmap[i];
+
+		if (b->st[i] < 0)
+			continue;
+		if (b->op == BCP_OP_BATCH_PULL) {
+			n = agent_store_file_rw(st, b->files[i], 0, p,
+						sg->length, sg->offset);
+			b->st[i] = n < 0 ? (int32_t)n : 0;
+			b->lim[i] = n < 0 ? 0 : (uint32_t)n;
+			continue;
+		}
+		for (done = 0; done < sg->length; done += (uint32_t)n) {
+			n = agent_store_file_rw(st, b->files[i], 1, p + done,
+						sg->length - done,
+						sg->offset + done);
+			if (n <= 0)
+				break;
+		}
+		b->st[i] = done == sg->length ? (int32_t)done :
+			   n < 0 ? (int32_t)n : -EIO;
+	}
+	if (b->op == BCP_OP_BATCH_PUSH)
+		batch_publish(b);
+	batch_reply_init(b, &rep);
+	len = bcp_encode(b->obuf, b->ocap, &rep);
+	b->sent = len > 0 && agent_session_pool_send(b->s, b->obuf,
+						     (uint32_t)len, &b->rest);
+}
+
+/* Back on the worker: the files, the stats, the batch's release. */
+static void batch_pool_done(struct agent_job *j)
+{
+	batch_finish(batch_of_job(j));
+}
+
+/*
+ * A blocking store's small batch (one segment of up to a slot, or up to
+ * AGENT_POOL_SEGS segments of BCP_BATCH_INLINE_MAX bytes in all, each in
+ * an shm region or inline) is moved whole by one pool thread, straight
+ * between the file and the host's memory, and answered from there: no
+ * staging copy on the worker, and no wake-up of the worker before the
+ * reply goes (a 4 KiB read at queue depth 1 waited for two).  Larger
+ * batches keep the staging path, whose chunks run on many pool threads
+ * at once.  1 when b went to the pool.
+ */
+static int batch_pool_take(struct agent_batch *b)
+{
+	struct agent_session *s = b->s;
+	uint32_t i, need;
+	uint64_t total = 0;
+
+	if (!agent_store_blocking(s->store) || b->count > AGENT_POOL_SEGS)
+		return 0;
+	for (i = 0; i < b->count; i++) {
+		if (b->st[i] < 0)
+			continue;
+		if (b->fds[i] >= 0)
+			return 0;
+		total += b->segs[i].length;
+	}
+	if (!total || total > agent_cfg.slot_size ||
+	    (b->count > 1 && total > BCP_BATCH_INLINE_MAX))
+		return 0;
+	need = SESS_BATCH_REP_MAX +
+	       (b->inl && b->op == BCP_OP_BATCH_PULL ? b->ilen : 0);
+	if (b->ocap < need) {
+		uint8_t *p = realloc(b->obuf, need);
+
+		if (!p)
+			return 0;
+		b->obuf = p;
+		b->ocap = need;
+	}
+	for (i = 0; i < b->count; i++) {
+		const struct bcp_seg *sg = &b->segs[i];
+
+		b->pmap[i] = NULL;
+		if (b->st[i] < 0)
+			continue;
+		if (b->inl) {
+			b->pmap[i] = b->ibuf + b->ipos[i];
+		} else if (bcp_xsrv_region_hold(s->xsrv, sg->region_id,
+						sg->region_off, sg->length,
+						&b->pmap[i]) < 0) {
+			batch_pool_unhold(b, i);
+			return 0;
+		}
+	}
+	b->pooled = 1;
+	agent_pool_submit(&b->job, batch_pool_run, batch_pool_done, s->w);
+	return 1;
+}
+
 int agent_batch_start(struct agent_session *s, const struct bcp_msg *m)
 {
 	struct agent_worker *w = s->w;
@@ -735,6 +886,7 @@ int agent_batch_start(struct agent_session *s, const struct bcp_msg *m)
 	b->cur_seg = 0;
 	b->cur_off = 0;
 	b->chunks_out = 0;
+	b->pooled = b->sent = b->ipacked = 0;
 	batch_inline_take(b, m);
 	for (i = 0; i < b->count; i++) {
 		struct bcp_seg *sg = &b->segs[i];
@@ -763,6 +915,8 @@ int agent_batch_start(struct agent_session *s, const struct bcp_msg *m)
 		else if (agent_cfg.inline_max)
 			batch_inline(b, i);
 	}
+	if (batch_pool_take(b))
+		return 0;
 	batch_enqueue(w, b);
 	agent_batch_schedule(w);
 	return 0;

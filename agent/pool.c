@@ -8,7 +8,8 @@
  * A worker submits a job; a pool thread runs job->run(); the finished job
  * is put on its worker's done list and the worker's inbox eventfd is
  * signalled; the worker then runs job->done() on its own thread, where it
- * may touch the session and the store again.  Jobs are taken in FIFO
+ * may touch the session and the store again.  (A blocking store's job may
+ * have sent its reply from the pool thread already: session.c.)  Jobs are taken in FIFO
  * order; the sessions bound how many they have out (session.c), so one
  * session cannot fill the queue ahead of everyone else.
  *
@@ -103,8 +104,12 @@ void agent_pool_stop(void)
 	pool_nthreads = 0;
 }
 
-void agent_pool_submit(struct agent_job *j)
+void agent_pool_submit(struct agent_job *j, void (*run)(struct agent_job *),
+		       void (*done)(struct agent_job *), struct agent_worker *w)
 {
+	j->run = run;
+	j->done = done;
+	j->w = w;
 	j->next = NULL;
 	pthread_mutex_lock(&pool_lock);
 	if (pool_tail)

@@ -16,8 +16,10 @@
  * A store that may block on every call (AGENT_STORE_BLOCKING, cephfs) is
  * never called on the worker: each request that calls it is copied into
  * one of the session's jobs and its store calls run on the blocking pool,
- * while the worker goes on serving its other sessions; the reply cache,
- * the stats and the reply stay on the worker (session_mjob_*).  A session
+ * while the worker goes on serving its other sessions.  The pool thread
+ * sends the reply itself when the stream is between frames
+ * (agent_session_pool_send(); out_lock serialises every send); the stats
+ * and the job's release stay on the worker (session_mjob_*).  A session
  * has up to SESS_JOBS_BLOCKING such jobs out, answered as they finish.
  * Other stores are called on the worker, as they never wait for long.
  *
@@ -103,6 +105,7 @@ struct agent_session *agent_session_new(struct agent_worker *w, int fd,
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
+	pthread_mutex_init(&s->out_lock, NULL);
 	s->rbuf = malloc(SESS_RCAP);
 	s->wbuf = malloc(SESS_WCAP);
 	s->batches = calloc(AGENT_INFLIGHT_MAX, sizeof(*s->batches));
@@ -202,13 +205,17 @@ void agent_session_free(struct agent_session *s)
 	for (i = 0; i < s->jobs_max; i++) {
 		free(s->jobs[i].call.buf);
 		free(s->jobs[i].buf);
+		free(s->jobs[i].obuf);
 	}
 	free(s->jobs);
-	for (i = 0; i < AGENT_INFLIGHT_MAX; i++)
+	for (i = 0; i < AGENT_INFLIGHT_MAX; i++) {
 		free(s->batches[i].ibuf);
+		free(s->batches[i].obuf);
+	}
 	free(s->batches);
 	free(s->wbuf);
 	free(s->rbuf);
+	pthread_mutex_destroy(&s->out_lock);
 	free(s);
 	atomic_fetch_sub(&agent_live_sessions, 1);
 }
@@ -218,6 +225,9 @@ void agent_session_close(struct agent_session *s, int peer_gone)
 	if (peer_gone && !s->peer_gone) {
 		s->peer_gone = 1;
 		s->wlen = s->wpos = 0;
+		pthread_mutex_lock(&s->out_lock);
+		s->out_dead = 1;
+		pthread_mutex_unlock(&s->out_lock);
 		/* fails posted transfers: their chunks end, batches finish */
 		bcp_xsrv_fail(s->xsrv, -ECONNABORTED);
 		agent_batch_schedule(s->w);
@@ -257,20 +267,36 @@ static int session_status(struct agent_session *s, const struct bcp_msg *req,
 int agent_session_flush(struct agent_session *s)
 {
 	uint32_t was = s->wlen - s->wpos;
+	int err = 0;
 
+	if (s->wpos == s->wlen) {
+		s->wpos = s->wlen = 0;
+		return 0;
+	}
+	pthread_mutex_lock(&s->out_lock);
+	if (s->out_hold) {
+		/* a pool thread's frame is partly out: its rest goes first */
+		pthread_mutex_unlock(&s->out_lock);
+		return 0;
+	}
 	while (s->wpos < s->wlen && !s->peer_gone) {
 		ssize_t n = send(s->fd, s->wbuf + s->wpos, s->wlen - s->wpos,
 				 MSG_DONTWAIT | MSG_NOSIGNAL);
 
 		if (n < 0) {
-			if (errno == EAGAIN || errno == EINTR)
-				return 0;
-			agent_warn("session %s: send failed: %s", s->peer,
-				   strerror(errno));
-			agent_session_close(s, 1);
-			return -errno;
+			if (errno != EAGAIN && errno != EINTR)
+				err = -errno;
+			break;
 		}
 		s->wpos += (uint32_t)n;
+	}
+	s->out_part = s->wpos < s->wlen;
+	pthread_mutex_unlock(&s->out_lock);
+	if (err) {
+		agent_warn("session %s: send failed: %s", s->peer,
+			   strerror(-err));
+		agent_session_close(s, 1);
+		return err;
 	}
 	if (s->wpos == s->wlen) {
 		s->wpos = s->wlen = 0;
@@ -848,10 +874,7 @@ static int session_job_start(struct agent_session *s,
 	s->jobs_rsv += sj->rsv;
 	sj->hdr = m->hdr;
 	sj->t0 = t0;
-	sj->job.run = session_job_run;
-	sj->job.done = session_job_done;
-	sj->job.w = s->w;
-	agent_pool_submit(&sj->job);
+	agent_pool_submit(&sj->job, session_job_run, session_job_done, s->w);
 	return 0;
 }
 
@@ -1375,7 +1398,8 @@ static int session_call(struct agent_session *s, const struct bcp_msg *m,
 
 /*
  * Answer m with ret (rep when 0): its stats and metrics (t1: the store's
- * call began, 0: none), its reply.  On the worker.
+ * call began, 0: none), its reply (none when rep is NULL: a pool thread
+ * sent it).  On the worker.
  */
 static void session_answer(struct agent_session *s, const struct bcp_msg *m,
 			   int ret, struct bcp_msg *rep, uint64_t t0,
@@ -1384,7 +1408,8 @@ static void session_answer(struct agent_session *s, const struct bcp_msg *m,
 	agent_stats_op(&s->w->stats, m->hdr.opcode, ret, t0);
 	agent_metrics_req(s->w, m->hdr.opcode, t0, t1);
 	if (ret < 0) {
-		bcp_msg_init_reply(rep, m, ret);
+		if (rep)
+			bcp_msg_init_reply(rep, m, ret);
 		if (agent_cfg.log_level >= AGENT_LOG_DEBUG) {
 			char obj[300];
 
@@ -1394,7 +1419,8 @@ static void session_answer(struct agent_session *s, const struct bcp_msg *m,
 				  strerror(-ret));
 		}
 	}
-	agent_session_reply(s, rep);
+	if (rep)
+		agent_session_reply(s, rep);
 }
 
 /*
@@ -1441,6 +1467,84 @@ static uint32_t session_rep_max(const struct bcp_msg *m)
 	}
 }
 
+/*
+ * Pool thread (a blocking store's request or batch): the reply goes out
+ * at once, sparing the worker's wake-up on the way back, when the stream
+ * is between frames: no frame partly sent (out_part), nobody's rest
+ * waiting (out_hold).  A socket that takes part of it leaves the rest to
+ * the worker, which sends nothing until it put the rest first.
+ */
+int agent_session_pool_send(struct agent_session *s, const uint8_t *buf,
+			    uint32_t len, struct agent_out_rest *r)
+{
+	ssize_t n = -1;
+
+	r->len = r->sent = 0;
+	pthread_mutex_lock(&s->out_lock);
+	if (!s->out_dead && !s->out_part && !s->out_hold)
+		n = send(s->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (n > 0 && (uint32_t)n < len) {
+		r->buf = buf;
+		r->len = len;
+		r->sent = (uint32_t)n;
+		s->out_part = 1;
+		s->out_hold = r;
+	}
+	pthread_mutex_unlock(&s->out_lock);
+	return n > 0;
+}
+
+void agent_session_pool_rest(struct agent_session *s,
+			     struct agent_out_rest *r)
+{
+	uint32_t rest = r->len - r->sent;
+
+	s->w->stats.pool_sent++;
+	if (!r->len)
+		return;
+	s->w->stats.pool_part++;
+	pthread_mutex_lock(&s->out_lock);
+	s->out_hold = NULL;
+	pthread_mutex_unlock(&s->out_lock);
+	/* the room: the request's reservation, as for a reply made here */
+	if (SESS_WCAP - s->wlen < rest) {
+		agent_err("session %s: no room for the rest of a reply",
+			  s->peer);
+		agent_session_close(s, 1);
+	} else if (!s->peer_gone) {
+		memmove(s->wbuf + s->wpos + rest, s->wbuf + s->wpos,
+			s->wlen - s->wpos);
+		memcpy(s->wbuf + s->wpos, r->buf + r->sent, rest);
+		s->wlen += rest;
+	}
+	r->len = r->sent = 0;
+}
+
+/*
+ * Pool thread: sj's reply, sent here (sj->sent) unless it needs the
+ * worker (a handle to forget) or is too big for obuf.  The reply cache
+ * keeps the outcome first, as done() would (its sets have their locks).
+ */
+static void session_mjob_send(struct agent_sjob *sj)
+{
+	int len;
+
+	sj->sent = 0;
+	if (sj->forget || !sj->obuf)
+		return;
+	if (sj->ret < 0)
+		bcp_msg_init_reply(&sj->rep, &sj->m, sj->ret);
+	len = bcp_encode(sj->obuf, SESS_OBUF, &sj->rep);
+	if (len < 0 || (uint32_t)len > sj->rsv)
+		return;
+	if (sj->cached) {
+		session_rc_record(sj->s, &sj->m, sj->ret, &sj->rep);
+		sj->cached = 0;
+	}
+	sj->sent = agent_session_pool_send(sj->s, sj->obuf, (uint32_t)len,
+					   &sj->rest);
+}
+
 /* Pool thread: the store calls of a blocking store's request. */
 static void session_mjob_run(struct agent_job *j)
 {
@@ -1451,15 +1555,16 @@ static void session_mjob_run(struct agent_job *j)
 
 	sj->t1 = agent_now_ns();
 	if (sj->answer) {
-		sj->ret = session_rc_answer(sj->s, &sj->m, &sj->oc, &sj->rep,
-					    &sj->forget);
-		return;
+		ret = session_rc_answer(sj->s, &sj->m, &sj->oc, &sj->rep,
+					&sj->forget);
+	} else {
+		ret = session_call(sj->s, &sj->m, &sj->rep, tail, st_rebind);
+		if (sj->again)
+			ret = session_rc_again(sj->s, &sj->m, ret, &sj->rep,
+					       &sj->forget);
 	}
-	ret = session_call(sj->s, &sj->m, &sj->rep, tail, st_rebind);
-	if (sj->again)
-		ret = session_rc_again(sj->s, &sj->m, ret, &sj->rep,
-				       &sj->forget);
 	sj->ret = ret;
+	session_mjob_send(sj);
 }
 
 /* Back on the worker: the reply cache, stats, the reply; serve on. */
@@ -1468,12 +1573,18 @@ static void session_mjob_done(struct agent_job *j)
 	struct agent_sjob *sj = (struct agent_sjob *)j;
 	struct agent_session *s = sj->s;
 
-	if (sj->forget)
-		agent_store_forget(s->store, sj->forget, 1);
-	/* kept before the reply goes out: a replay finds it */
-	if (sj->cached)
-		session_rc_record(s, &sj->m, sj->ret, &sj->rep);
-	session_answer(s, &sj->m, sj->ret, &sj->rep, sj->t0, sj->t1);
+	if (sj->sent) {
+		session_answer(s, &sj->m, sj->ret, NULL, sj->t0, sj->t1);
+		agent_session_pool_rest(s, &sj->rest);
+	} else {
+		if (sj->forget)
+			agent_store_forget(s->store, sj->forget, 1);
+		/* kept before the reply goes out: a replay finds it */
+		if (sj->cached)
+			session_rc_record(s, &sj->m, sj->ret, &sj->rep);
+		session_answer(s, &sj->m, sj->ret, &sj->rep, sj->t0,
+			       sj->t1);
+	}
 	sj->next = s->job_pool;
 	s->job_pool = sj;
 	s->jobs_live--;
@@ -1501,6 +1612,8 @@ static int session_mjob_start(struct agent_session *s, const uint8_t *frame,
 		if (!sj->buf)
 			return -ENOMEM;
 	}
+	if (!sj->obuf)
+		sj->obuf = malloc(SESS_OBUF);	/* NULL: the worker replies */
 	/* m's names and data point into the frame: into the copy now */
 	memcpy(sj->buf, frame, len);
 	ret = bcp_decode(sj->buf, len, &sj->m, &why);
@@ -1520,10 +1633,7 @@ static int session_mjob_start(struct agent_session *s, const uint8_t *frame,
 	sj->hdr = sj->m.hdr;
 	sj->t0 = t0;
 	sj->t1 = 0;
-	sj->job.run = session_mjob_run;
-	sj->job.done = session_mjob_done;
-	sj->job.w = s->w;
-	agent_pool_submit(&sj->job);
+	agent_pool_submit(&sj->job, session_mjob_run, session_mjob_done, s->w);
 	return 0;
 }
 

@@ -68,6 +68,9 @@ void agent_stats_add(struct agent_stats *to, const struct agent_stats *from)
 	to->seg_failed += from->seg_failed;
 	to->inline_segs += from->inline_segs;
 	to->inline_missed += from->inline_missed;
+	to->pool_batches += from->pool_batches;
+	to->pool_sent += from->pool_sent;
+	to->pool_part += from->pool_part;
 	to->sessions += from->sessions;
 	to->bad_frames += from->bad_frames;
 	to->auth_failed += from->auth_failed;
@@ -102,6 +105,11 @@ void agent_stats_print(const struct agent_stats *st)
 		agent_log(AGENT_LOG_INFO, "summary: %" PRIu64 " segments "
 			  "moved inline, %" PRIu64 " left to staging",
 			  st->inline_segs, st->inline_missed);
+	if (st->pool_batches || st->pool_sent)
+		agent_log(AGENT_LOG_INFO, "summary: %" PRIu64 " batches moved "
+			  "whole on the blocking pool, %" PRIu64 " replies "
+			  "sent from it (%" PRIu64 " in part)",
+			  st->pool_batches, st->pool_sent, st->pool_part);
 	for (i = 0; i < BCP_OP_MAX; i++) {
 		const struct agent_op_stats *o = &st->op[i];
 

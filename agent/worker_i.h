@@ -60,6 +60,19 @@ struct agent_slot {
 	struct agent_slot *next;	/* free list */
 };
 
+/*
+ * A reply a pool thread sent itself (agent_session_pool_send()), of
+ * which the socket took only sent of len bytes: the worker sends the
+ * rest, at buf + sent, before anything else (agent_session_pool_rest()).
+ */
+struct agent_out_rest {
+	const uint8_t *buf;
+	uint32_t len, sent;
+};
+
+/* Segments a batch may have to be moved whole by a pool thread. */
+#define AGENT_POOL_SEGS	16
+
 struct agent_batch {
 	struct agent_session *s;
 	uint16_t op;
@@ -93,6 +106,20 @@ struct agent_batch {
 	uint32_t icap;			/* bytes ibuf holds */
 	uint8_t *ibuf;
 	uint32_t ipos[BCP_SEGS_MAX];
+	/*
+	 * A blocking store's small batch moved whole by a pool thread
+	 * (batch.c, batch_pool_*): pmap[i] is segment i's bytes in the host's
+	 * region or ibuf; the reply, encoded in obuf (ocap bytes), was sent
+	 * from there when sent.  ipacked: an inline pull's bytes were packed
+	 * (plen of them).
+	 */
+	int pooled, sent, ipacked;
+	uint32_t plen;
+	struct agent_job job;
+	void *pmap[AGENT_POOL_SEGS];
+	uint8_t *obuf;
+	uint32_t ocap;
+	struct agent_out_rest rest;
 };
 
 enum agent_session_state {
@@ -126,6 +153,9 @@ enum agent_session_state {
  */
 #define SESS_JOB_BUF	(BCP_FRAME_MAX + SESS_TAIL_MAX + \
 			 BCP_REBINDS_MAX * sizeof(int32_t))
+/* A reply a pool thread sends itself: a small file's bytes at most. */
+#define SESS_OBUF	(SESS_REP_SMALL + BCP_OPEN_PEEK_MAX)
+
 
 /*
  * A request served on the blocking pool (session.c): one of the calls
@@ -151,6 +181,10 @@ struct agent_sjob {
 	struct agent_rc_outcome oc;
 	uint64_t forget;		/* a handle done() forgets; 0: none */
 	uint8_t *buf;			/* SESS_JOB_BUF, lazily */
+	/* the reply as the pool thread sent it; obuf: SESS_OBUF bytes */
+	int sent;
+	uint8_t *obuf;
+	struct agent_out_rest rest;
 	struct agent_sjob *next;	/* the session's free list */
 };
 
@@ -177,7 +211,20 @@ struct agent_session {
 	uint8_t *rbuf;
 	uint32_t rlen;
 	uint8_t *wbuf;
-	uint32_t wlen, wpos;
+	uint32_t wlen, wpos;		/* the worker's alone */
+	/*
+	 * A blocking store's pool thread sends its reply itself when the
+	 * stream is between frames (session_mjob_send()).  out_lock
+	 * serialises every send on fd and guards the three below: out_part,
+	 * a frame is partly sent (the worker's output is not empty, or a
+	 * pool thread's frame is partly out); out_hold, the job whose
+	 * frame's rest the worker must send before anything else; out_dead,
+	 * the peer is gone.
+	 */
+	pthread_mutex_t out_lock;
+	int out_part;
+	struct agent_out_rest *out_hold;
+	int out_dead;
 	int fds[SESS_FDS_MAX];		/* descriptors received, FIFO */
 	unsigned int nfds;
 	struct agent_batch *batch_pool;	/* free batches */
@@ -270,6 +317,19 @@ void agent_session_close(struct agent_session *s, int peer_gone);
 /* Append an encoded reply; 0 or -errno (then the session closes). */
 int agent_session_reply(struct agent_session *s, const struct bcp_msg *m);
 int agent_session_inline_hold(struct agent_session *s, uint32_t len);
+/*
+ * A pool thread's reply of len bytes at buf, sent at once when the stream
+ * is between frames: 1 when it went (*r is the rest the worker must send
+ * if the socket took only part), 0 when the worker must send it.
+ */
+int agent_session_pool_send(struct agent_session *s, const uint8_t *buf,
+			    uint32_t len, struct agent_out_rest *r);
+/*
+ * Worker, when the pool's job that sent is back: what is left of r goes
+ * first; counted.
+ */
+void agent_session_pool_rest(struct agent_session *s,
+			     struct agent_out_rest *r);
 /* DATA_ATTACH on a new connection for a session of this worker. */
 void agent_session_attach(struct agent_worker *w, int fd, const char *peer,
 			  const struct bcp_msg *m);

@@ -123,10 +123,7 @@ static struct xsrv_region *xsrv_region_find(const struct bcp_xsrv *x,
 void bcp_xsrv_complete_i(struct bcp_xsrv *x, struct bcp_xsrv_op *op,
 			 int status)
 {
-	struct xsrv_region *r = xsrv_region_find(x, op->region_id);
-
-	if (r && r->busy)
-		r->busy--;
+	bcp_xsrv_region_put(x, op->region_id);
 	x->pending--;
 	op->next = NULL;
 	x->done(x->ctx, op, status);
@@ -310,6 +307,27 @@ int bcp_xsrv_region_map(const struct bcp_xsrv *x, uint32_t id, uint64_t off,
 		return -EFAULT;
 	*out = (uint8_t *)r->map + off;
 	return 0;
+}
+
+int bcp_xsrv_region_hold(struct bcp_xsrv *x, uint32_t id, uint64_t off,
+			 uint64_t len, void **out)
+{
+	struct xsrv_region *r;
+	int ret = bcp_xsrv_region_map(x, id, off, len, out);
+
+	if (ret < 0)
+		return ret;
+	r = xsrv_region_find(x, id);
+	r->busy++;
+	return 0;
+}
+
+void bcp_xsrv_region_put(struct bcp_xsrv *x, uint32_t id)
+{
+	struct xsrv_region *r = xsrv_region_find(x, id);
+
+	if (r && r->busy)
+		r->busy--;
 }
 
 int bcp_xsrv_data_attach(struct bcp_xsrv *x, int fd)

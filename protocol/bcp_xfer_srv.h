@@ -130,6 +130,14 @@ int bcp_xsrv_region_len(const struct bcp_xsrv *x, uint32_t id,
  */
 int bcp_xsrv_region_map(const struct bcp_xsrv *x, uint32_t id, uint64_t off,
 			uint64_t len, void **out);
+/*
+ * shm: the same mapping for use beyond this turn of the event loop (by
+ * another thread): the region is held, its unregistering refused (-EBUSY)
+ * as while transfers are posted, until bcp_xsrv_region_put().
+ */
+int bcp_xsrv_region_hold(struct bcp_xsrv *x, uint32_t id, uint64_t off,
+			 uint64_t len, void **out);
+void bcp_xsrv_region_put(struct bcp_xsrv *x, uint32_t id);
 
 /* tcp: adopt the data connection (non-blocking socket; ownership moves). */
 int bcp_xsrv_data_attach(struct bcp_xsrv *x, int fd);

@@ -17,7 +17,13 @@
  *     which the test holds a read lease: the kernel makes the open wait
  *     until the lease is given up) does not delay another session's PING
  *     nor its LOOKUP, and is answered once the lease goes;
- *   - the reply cache still answers replays (MKDIR, UNLINK).
+ *   - the reply cache still answers replays (MKDIR, UNLINK);
+ *   - replies the pool threads send themselves stay whole frames when
+ *     the host reads late: 4 KB GETXATTR replies and small GETATTR ones
+ *     of the root, four at a time, read only once all had time to go,
+ *     on a socket whose send buffer is small enough that it takes some
+ *     replies only in part, are all answered once, each frame whole,
+ *     and the agent counts such partial sends.
  * Without the pool path, the blocked OPEN stalls the worker for the
  * lease break time (45 s by default) and the PING is not answered.
  *
@@ -41,6 +47,7 @@
 #include <unistd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 
 #include "agent.h"
 #include "bcp_auth.h"
@@ -53,6 +60,9 @@
 #define NROUNDS		40	/* metadata rounds per session */
 #define NPIPE		40	/* requests sent together by one session */
 #define PING_MS		1000	/* a PING beside a blocked call, at most */
+#define SLOW_ROUNDS	100	/* rounds of requests read late */
+#define SLOW_BURST	4	/* requests of a round */
+#define SLOW_VAL	4000	/* bytes of the root's xattr (ext4 takes it) */
 
 /* main.c is not linked: this is the agent's whole configuration. */
 struct agent_config agent_cfg = {
@@ -83,6 +93,7 @@ struct agent_config agent_cfg = {
 
 static char tb_base[256], tb_root[300];
 static atomic_int tb_errors;
+static int tb_sndbuf;		/* the agent's end's SO_SNDBUF; 0: default */
 
 void __wrap_agent_log(int level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -137,6 +148,9 @@ static void tb_connect(struct tb_conn *c, const uint8_t *client)
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		t_hard("socketpair: %s", strerror(errno));
 	fcntl(sv[1], F_SETFL, O_NONBLOCK);
+	if (tb_sndbuf && setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &tb_sndbuf,
+				    sizeof(tb_sndbuf)) < 0)
+		t_hard("SO_SNDBUF: %s", strerror(errno));
 	c->fd = sv[0];
 	c->next_id = 10;
 	bcp_random(nc, sizeof(nc));
@@ -347,6 +361,81 @@ static void tb_pipelined(void)
 	close(c.fd);
 }
 
+/* ---- a host that reads its replies late ---- */
+
+/*
+ * SLOW_ROUNDS rounds of SLOW_BURST requests sent together, read only once
+ * every reply had time to be sent: the pool threads send them into a
+ * socket the earlier ones of the round fill.  The socket's buffer is as
+ * small as the kernel allows, so a 4 KB reply takes more than one of its
+ * buffers, and one sent into a socket holding another may go in part.
+ * 1 when it ran (user xattrs on the root's filesystem).
+ */
+static int tb_slow_reader(void)
+{
+	static struct tb_conn c;
+	static uint8_t val[SLOW_VAL];
+	struct bcp_msg m, rep;
+	uint8_t seen[SLOW_BURST];
+	unsigned int r, i, k;
+
+	for (i = 0; i < SLOW_VAL; i++)
+		val[i] = (uint8_t)(i * 7 + i / 251);
+	if (setxattr(tb_root, "user.big", val, SLOW_VAL, 0) < 0) {
+		printf("# late reader: no user xattrs here (%s); skipped\n",
+		       strerror(errno));
+		return 0;
+	}
+	tb_sndbuf = 1;
+	tb_connect(&c, NULL);
+	tb_sndbuf = 0;
+	for (r = 0; r < SLOW_ROUNDS; r++) {
+		for (i = 0; i < SLOW_BURST; i++) {
+			if (i % 2) {
+				bcp_msg_init(&m, BCP_OP_GETATTR, 1000 + i);
+				m.u.node_req.handle = c.root;
+			} else {
+				bcp_msg_init(&m, BCP_OP_GETXATTR, 1000 + i);
+				m.u.getxattr_req.handle = c.root;
+				m.u.getxattr_req.name_len = 8;
+				m.u.getxattr_req.size = SLOW_VAL;
+				m.name = "user.big";
+			}
+			if (t_raw_send(c.fd, &m) < 0)
+				t_fail("send: connection lost");
+		}
+		usleep(2000);
+		memset(seen, 0, sizeof(seen));
+		for (i = 0; i < SLOW_BURST; i++) {
+			if (t_raw_recv(c.fd, &rep, c.buf, sizeof(c.buf),
+				       10000) < 0)
+				t_fail("round %u: %u of %u answered", r, i,
+				       SLOW_BURST);
+			if (rep.hdr.opcode == BCP_OP_NOTIFY) {
+				i--;
+				continue;
+			}
+			T_CHECK(rep.hdr.req_id >= 1000 &&
+				rep.hdr.req_id < 1000 + SLOW_BURST);
+			k = (unsigned int)(rep.hdr.req_id - 1000);
+			T_EQ(seen[k], 0);
+			seen[k] = 1;
+			T_EQ(rep.hdr.status, 0);
+			if (k % 2) {
+				T_EQ(rep.hdr.opcode, BCP_OP_GETATTR);
+				T_EQ(rep.u.attr_rep.attr.mode & S_IFMT,
+				     S_IFDIR);
+			} else {
+				T_EQ(rep.hdr.opcode, BCP_OP_GETXATTR);
+				T_EQ(rep.data_len, SLOW_VAL);
+				T_CHECK(!memcmp(rep.data, val, SLOW_VAL));
+			}
+		}
+	}
+	close(c.fd);
+	return 1;
+}
+
 /* ---- a store call that blocks ---- */
 
 static void tb_blocked_open(void)
@@ -474,8 +563,9 @@ static void tb_wait_freed(void)
 int main(void)
 {
 	const char *tmp = getenv("TMPDIR");
+	struct agent_stats st;
 	char state[400];
-	int ret;
+	int ret, slow;
 
 	signal(SIGPIPE, SIG_IGN);
 	/* a lease break is signalled to its holder */
@@ -511,11 +601,20 @@ int main(void)
 		       "more", tb_pool_threads());
 	tb_many_sessions();
 	tb_pipelined();
+	slow = tb_slow_reader();
 	tb_replay();
 	tb_blocked_open();
 	tb_wait_freed();
 
-	agent_workers_stop(NULL);
+	memset(&st, 0, sizeof(st));
+	agent_workers_stop(&st);
+	printf("# %llu replies sent by pool threads, %llu of them in part\n",
+	       (unsigned long long)st.pool_sent,
+	       (unsigned long long)st.pool_part);
+	T_CHECK(st.pool_sent > 0);
+	/* the slow reader's socket took some only in part */
+	if (slow)
+		T_CHECK(st.pool_part > 0);
 	agent_resume_fini();
 	agent_backend_close(agent_backend);
 	agent_backend = NULL;
