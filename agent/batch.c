@@ -767,6 +767,7 @@ static void batch_pool_run(struct agent_job *j)
 {
 	struct agent_batch *b = batch_of_job(j);
 	struct agent_store *st = b->s->store;
+	uint64_t t = agent_now_ns();
 	struct bcp_msg rep;
 	ssize_t n = 0;
 	uint32_t i, done;
@@ -795,6 +796,7 @@ static void batch_pool_run(struct agent_job *j)
 		b->st[i] = done == sg->length ? (int32_t)done :
 			   n < 0 ? (int32_t)n : -EIO;
 	}
+	b->t_store = agent_now_ns() - t;
 	if (b->op == BCP_OP_BATCH_PUSH)
 		batch_publish(b);
 	batch_reply_init(b, &rep);
@@ -806,7 +808,11 @@ static void batch_pool_run(struct agent_job *j)
 /* Back on the worker: the files, the stats, the batch's release. */
 static void batch_pool_done(struct agent_job *j)
 {
-	batch_finish(batch_of_job(j));
+	struct agent_batch *b = batch_of_job(j);
+
+	agent_metrics_stage(b->s->w, agent_metrics_family(b->op),
+			    AGENT_STAGE_STORAGE, b->t_store);
+	batch_finish(b);
 }
 
 /*

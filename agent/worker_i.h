@@ -115,6 +115,7 @@ struct agent_batch {
 	 */
 	int pooled, sent, ipacked;
 	uint32_t plen;
+	uint64_t t_store;		/* the pool thread's storage stage */
 	struct agent_job job;
 	void *pmap[AGENT_POOL_SEGS];
 	uint8_t *obuf;
