@@ -24,7 +24,8 @@ Environment:
                        made through either mount at random, and after
                        each one every name must look the same through
                        the other within a second (their mtime and ctime
-                       those the first mount shows)
+                       those the first mount shows), and so must reads
+                       and fstat through descriptors kept open there
 Exit 0 when everything matched, 1 after the first differences (at most
 20 are shown).
 """
@@ -161,7 +162,8 @@ def main():
            "stat", "list", "openkeep", "fdop"]
     if not os.environ.get("NS_NO_EXCHANGE"):
         ops.append("exchange")
-    fds = []			# (test fd, reference fd, name)
+    fds = []			# (test fd, reference fd, name, its mount)
+    last = test			# the mount the last change went through
     bad = 0
 
     def differs(what):
@@ -181,7 +183,7 @@ def main():
             t = res(os.open, os.path.join(where, a), os.O_RDWR)
             r = res(os.open, os.path.join(ref, a), os.O_RDWR)
             if t[0] == "ok" and r[0] == "ok":
-                fds.append((t[1], r[1], a))
+                fds.append((t[1], r[1], a, where))
                 if len(fds) > 6:
                     x = fds.pop(0)
                     os.close(x[0])
@@ -194,17 +196,28 @@ def main():
         elif op == "fdop":
             if not fds:
                 continue
-            tf, rf, n = rng.choice(fds)
+            tf, rf, n, fdm = rng.choice(fds)
             k = rng.randrange(3)
             if k == 0:
                 off = rng.randrange(100)
                 t, r = (res(os.pwrite, tf, data, off),
                         res(os.pwrite, rf, data, off))
-            elif k == 1:
-                t, r = res(os.pread, tf, 200, 0), res(os.pread, rf, 200, 0)
+                last = fdm
             else:
-                t = res(lambda f: summary(os.fstat(f)), tf)
-                r = res(lambda f: summary(os.fstat(f)), rf)
+                if k == 1:
+                    look = lambda f: os.pread(f, 200, 0)
+                else:
+                    look = lambda f: summary(os.fstat(f))
+                r = res(look, rf)
+                # a change through the other mount reaches a descriptor
+                # kept open here within a second (its notification)
+                t0 = time.monotonic()
+                while True:
+                    t = res(look, tf)
+                    if (t == r or fdm == last or
+                            time.monotonic() - t0 > 1.0):
+                        break
+                    time.sleep(0.01)
             op = ("fd-pwrite", "fd-pread", "fd-fstat")[k] + "(%s)" % n
         else:
             touched = ["", os.path.dirname(a), os.path.dirname(b), a]
@@ -213,6 +226,8 @@ def main():
             time.sleep(PAUSE)
             t = res(do, op, where, a, b, data, mode)
             r = res(do, op, ref, a, b, data, mode)
+            if op not in QUERIES:
+                last = where
             if t == r and t[0] == "ok" and op not in QUERIES:
                 for j, x in enumerate(touched):
                     ta = times(os.path.join(where, x))
@@ -267,7 +282,7 @@ def main():
                                 "%r" % (i, x, t, r))
         if bad >= 20:
             break
-    for tf, rf, _ in fds:
+    for tf, rf, _, _ in fds:
         os.close(tf)
         os.close(rf)
     print("%d operations, %d differences" % (i + 1, bad), flush=True)
