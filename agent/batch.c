@@ -259,8 +259,9 @@ static void batch_finish(struct agent_batch *b)
 	struct bcp_msg rep;
 	uint32_t i;
 
+	/* a pooled batch's pool thread published before its reply */
 	if (b->op == BCP_OP_BATCH_PUSH && !b->pooled)
-		batch_publish(b);	/* a pool thread's did, before its reply */
+		batch_publish(b);
 	batch_reply_init(b, &rep);
 	for (i = 0; i < b->count; i++) {
 		if (b->files[i])

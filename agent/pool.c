@@ -8,10 +8,11 @@
  * A worker submits a job; a pool thread runs job->run(); the finished job
  * is put on its worker's done list and the worker's inbox eventfd is
  * signalled; the worker then runs job->done() on its own thread, where it
- * may touch the session and the store again.  (A blocking store's job may
- * have sent its reply from the pool thread already: session.c.)  Jobs are taken in FIFO
- * order; the sessions bound how many they have out (session.c), so one
- * session cannot fill the queue ahead of everyone else.
+ * may touch the session and the store again (a blocking store's job may
+ * have sent its reply from the pool thread already: session.c).  Jobs are
+ * taken in FIFO order; the sessions bound how many they have out
+ * (session.c), so one session cannot fill the queue ahead of everyone
+ * else.
  *
  * A store that may block on every call (AGENT_STORE_BLOCKING, cephfs)
  * has all of its calls made here: every request of its sessions that

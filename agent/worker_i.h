@@ -157,7 +157,6 @@ enum agent_session_state {
 /* A reply a pool thread sends itself: a small file's bytes at most. */
 #define SESS_OBUF	(SESS_REP_SMALL + BCP_OPEN_PEEK_MAX)
 
-
 /*
  * A request served on the blocking pool (session.c): one of the calls
  * that may block for long in every store (call, through call_begin/run/
@@ -215,12 +214,12 @@ struct agent_session {
 	uint32_t wlen, wpos;		/* the worker's alone */
 	/*
 	 * A blocking store's pool thread sends its reply itself when the
-	 * stream is between frames (session_mjob_send()).  out_lock
+	 * stream is between frames (agent_session_pool_send()).  out_lock
 	 * serialises every send on fd and guards the three below: out_part,
 	 * a frame is partly sent (the worker's output is not empty, or a
-	 * pool thread's frame is partly out); out_hold, the job whose
-	 * frame's rest the worker must send before anything else; out_dead,
-	 * the peer is gone.
+	 * pool thread's frame is partly out); out_hold, the rest of a pool
+	 * thread's frame, which the worker must send before anything else;
+	 * out_dead, the peer is gone.
 	 */
 	pthread_mutex_t out_lock;
 	int out_part;
