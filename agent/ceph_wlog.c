@@ -52,6 +52,7 @@
 
 #include "agent.h"
 #include "ceph_wlog.h"
+#include "store.h"
 
 #define WL_MAGIC	0x31474f4c57434342ull	/* "BCCWLOG1" */
 #define WL_SLOTS	4096u
@@ -295,7 +296,7 @@ static void *wl_flusher(void *arg)
 			continue;
 		mark = w->marks;
 		pthread_mutex_unlock(&w->lock);
-		ret = ceph_sync_fs(w->cm);
+		ret = agent_store_ret(ceph_sync_fs(w->cm));
 		if (ret < 0) {
 			agent_warn_rl("write log: sync of the CephFS: %s; "
 				      "trying again", strerror(-ret));

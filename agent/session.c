@@ -819,7 +819,7 @@ static void session_job_done(struct agent_job *j)
 	uint8_t tail[BCP_READDIR_MAX];
 	struct bcp_msg req, rep;
 	size_t len = 0;
-	int ret = c->res < 0 ? (int)c->res : 0;
+	int ret = agent_store_ret(c->res < 0 ? (int)c->res : 0);
 
 	memset(&req, 0, sizeof(req));
 	req.hdr = sj->hdr;
@@ -865,7 +865,7 @@ static int session_job_start(struct agent_session *s,
 			return -ENOMEM;
 		sj->call.cap = AGENT_STORE_DENTS_BUF;
 	}
-	ret = agent_store_call_begin(s->store, m, &sj->call);
+	ret = agent_store_ret(agent_store_call_begin(s->store, m, &sj->call));
 	if (ret < 0)
 		return ret;
 	s->job_pool = sj->next;
@@ -1151,8 +1151,8 @@ static int session_rebind(struct agent_session *s, const struct bcp_msg *m,
 		return -EOPNOTSUPP;
 	for (i = 0; i < m->u.rebind_req.count; i++) {
 		bcp_msg_rebind(m, i, &r);
-		st[i] = agent_store_rebind(s->store, r.handle, r.nlookup,
-					   r.fid);
+		st[i] = agent_store_ret(agent_store_rebind(s->store, r.handle,
+							   r.nlookup, r.fid));
 	}
 	rep->u.batch_rep.count = m->u.rebind_req.count;
 	rep->statuses = st;
@@ -1393,7 +1393,7 @@ static int session_call(struct agent_session *s, const struct bcp_msg *m,
 					&rep->u.lseek_rep.offset);
 		break;
 	}
-	return ret;
+	return agent_store_ret(ret);
 }
 
 /*

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "store.h"
 
@@ -165,4 +166,17 @@ void agent_backend_close(struct agent_backend *b)
 {
 	if (b)
 		b->ops->close(b);
+}
+
+int agent_store_fenced(int ret)
+{
+	if (!agent_backend || !(agent_backend->flags & AGENT_STORE_FENCEABLE))
+		return ret == -ESHUTDOWN ? -EIO : ret;
+	agent_err("store %s: the cluster fenced this agent off (its client "
+		  "was evicted and blocklisted); exiting with status %d to "
+		  "start again with a new client, which replays the write "
+		  "log; the hosts carry on with it", agent_backend->desc,
+		  AGENT_EXIT_FENCED);
+	/* not exit(): no orderly stop, whose sync could only fail or wait */
+	_exit(AGENT_EXIT_FENCED);
 }

@@ -27,6 +27,7 @@
 #ifndef AGENT_STORE_H
 #define AGENT_STORE_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -106,6 +107,8 @@ struct agent_backend {
 
 /* Every call may block: the session runs them on the blocking pool. */
 #define AGENT_STORE_BLOCKING	0x1
+/* A cluster's client, which the cluster may fence off (agent_store_ret()) */
+#define AGENT_STORE_FENCEABLE	0x2
 
 /*
  * Open the store sp names (posix: the directory; cephfs: mount the file
@@ -121,6 +124,27 @@ int agent_posix_open(const char *dir, struct agent_backend **out);
 int agent_ceph_open(const struct agent_store_spec *sp,
 		    unsigned int timeout_ms, struct agent_backend **out);
 void agent_backend_close(struct agent_backend *b);
+
+/*
+ * A store call's result.  ESHUTDOWN is what a cluster's client answers
+ * once the cluster fenced it off (libcephfs's EBLOCKLISTED: the MDS
+ * evicted it, its address is blocklisted): its caches, capabilities and
+ * open files are gone, and no call of it can succeed again, not even the
+ * orderly stop's sync.  An AGENT_STORE_FENCEABLE store's agent then ends
+ * at once (agent_store_fenced(): one line, exit status
+ * AGENT_EXIT_FENCED): its service manager starts it again with a new
+ * client, which replays the write log, and the hosts take their files
+ * back on it as after a crash.  A posix store's (a kernel CephFS mount
+ * under it, say: a new agent would not help) becomes EIO, which means
+ * something to the host's applications.
+ */
+#define AGENT_EXIT_FENCED	75	/* EX_TEMPFAIL */
+int agent_store_fenced(int ret);
+
+static inline int agent_store_ret(int ret)
+{
+	return ret == -ESHUTDOWN ? agent_store_fenced(ret) : ret;
+}
 
 /* The store this agent serves (main.c opens it before the workers). */
 extern struct agent_backend *agent_backend;
@@ -538,7 +562,9 @@ static inline ssize_t agent_store_file_rw(struct agent_store *s,
 					  struct agent_file *f, int write,
 					  void *buf, size_t len, uint64_t off)
 {
-	return s->ops->file_rw(s, f, write, buf, len, off);
+	ssize_t n = s->ops->file_rw(s, f, write, buf, len, off);
+
+	return n == -ESHUTDOWN ? agent_store_fenced((int)n) : n;
 }
 
 static inline int agent_store_call_begin(struct agent_store *s,

@@ -3525,7 +3525,7 @@ static void cs_sweep_one(struct ceph_backend *cb, uint64_t ino)
 			      CEPH_STATX_BASIC_STATS | CEPH_STATX_VERSION, 0,
 			      cb->perms);
 	cs_sweep_slow(&t0, "getattr", ino);
-	if (ret < 0)
+	if (agent_store_ret(ret) < 0)
 		goto out_put;
 	dir = S_ISDIR(x.stx_mode);
 	/* list a directory the first time and whenever it moved */
@@ -4019,7 +4019,7 @@ int agent_ceph_open(const struct agent_store_spec *sp,
 		return -ENOMEM;
 	cb->base.ops = &cfs_backend_ops;
 	cb->base.root_fd = -1;
-	cb->base.flags = AGENT_STORE_BLOCKING;
+	cb->base.flags = AGENT_STORE_BLOCKING | AGENT_STORE_FENCEABLE;
 	if (asprintf((char **)&cb->base.desc, "cephfs:%s", path) < 0) {
 		free(cb);
 		return -ENOMEM;

@@ -1,0 +1,76 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# evict-cephfs.sh - the cluster evicts the agent's Ceph client (as it
+# does a client that stopped answering for too long, or an operator with
+# `client evict`): every call of that client now fails with EBLOCKLISTED.
+# The agent says so in one line and exits 75 at once, never answering a
+# host with that error; started again (as its service manager does), it
+# replays its write log and the mount carries on: a file written just
+# before the eviction is whole through the mount and in the CephFS, a
+# read made while the agent was away is answered, new files are written.
+BCF_STORE=${BCF_STORE:-cephfs}
+BCF_TRANSPORT=${BCF_TRANSPORT:-tcp}
+BCF_LOG_ALLOW=${BCF_LOG_ALLOW:-'fenced this agent off|agent (lost|went away|gone)|reconnect|took back|connection'}
+. "$(dirname "$0")/lib.sh"
+[ "$BCF_STORE" = cephfs ] || bcf_hard "evict runs on a cephfs store"
+bcf_init
+
+bcf_listen_for_transport
+bcf_start_agent "$BCF_BACK" "$listen" "${agent_args[@]}" ||
+	bcf_fail "bluecache-agent did not become ready"
+bcf_mount -o reconnect_timeout=120
+
+head -c $((3 << 20)) /dev/urandom > "$BCF_TMP/src"
+cp "$BCF_TMP/src" "$BCF_MNT/f" || bcf_fail "cp to the mount failed"
+head -c 5000 /dev/urandom > "$BCF_TMP/small"
+# written right before the eviction: it may be in the write log only
+cp "$BCF_TMP/small" "$BCF_MNT/g" || bcf_fail "cp to the mount failed"
+
+# the agent's session on the MDS, by its pid
+id=$(ceph tell mds.a client ls 2>/dev/null | python3 -c '
+import json, sys
+for s in json.load(sys.stdin):
+    if s.get("client_metadata", {}).get("pid") == sys.argv[1]:
+        print(s["id"])' "$BCF_AGENT_PID") || id=
+[ -n "$id" ] || bcf_hard "the MDS lists no session of the agent" \
+	"(pid $BCF_AGENT_PID)"
+ceph tell mds.a client evict id="$id" >/dev/null 2>&1 ||
+	bcf_hard "ceph tell mds.a client evict id=$id failed"
+echo "evicted the agent's client $id"
+
+# a call of the host's while the agent is fenced off, then away
+(cat "$BCF_MNT/f" > "$BCF_TMP/read-meanwhile") 2> "$BCF_TMP/read.err" &
+reader=$!
+
+bcf_wait_for 30 bcf_pid_gone "$BCF_AGENT_PID" ||
+	bcf_fail "the agent did not exit within 30 s of its eviction"
+wait "$BCF_AGENT_PID"
+rc=$?
+BCF_AGENT_PID=
+[ "$rc" -eq 75 ] || bcf_fail "the agent exited $rc after its eviction, not 75"
+grep -q "fenced this agent off" "$BCF_TMP/agent.log" ||
+	bcf_fail "the agent did not say why it exited"
+echo "the agent exited 75 and said why"
+
+bcf_start_agent "$BCF_BACK" "$listen" "${agent_args[@]}" ||
+	bcf_fail "bluecache-agent did not start again after its eviction"
+wait "$reader" || bcf_fail "a read made meanwhile failed:" \
+	"$(cat "$BCF_TMP/read.err")"
+cmp -s "$BCF_TMP/src" "$BCF_TMP/read-meanwhile" ||
+	bcf_fail "a read made meanwhile is not the file"
+cmp -s "$BCF_TMP/src" "$BCF_MNT/f" ||
+	bcf_fail "the file written before the eviction is not whole"
+cmp -s "$BCF_TMP/small" "$BCF_MNT/g" ||
+	bcf_fail "the file written just before the eviction is not whole"
+bcf_wait_for 30 cmp -s "$BCF_TMP/small" "$BCF_BACK/g" ||
+	bcf_fail "the file written just before the eviction is not whole" \
+		"in the CephFS"
+cp "$BCF_TMP/small" "$BCF_MNT/h" && cmp -s "$BCF_TMP/small" "$BCF_MNT/h" ||
+	bcf_fail "a file written after the restart is not whole"
+if grep -q "shutdown" "$BCF_TMP/read.err" 2>/dev/null; then
+	bcf_fail "a host's call was answered with ESHUTDOWN"
+fi
+echo "the mount carried on with the agent started again; nothing lost"
+bcf_umount
+bcf_check_logs
