@@ -448,6 +448,7 @@ void agent_batch_ring_done(struct agent_worker *w, uint64_t user_data,
 
 	(void)w;
 	agent_metrics_slot(sl);
+	res = agent_store_ret(res);
 	if (sl->state == SLOT_READING) {
 		if (res >= 0 && (uint32_t)res < sl->len)
 			batch_pull_short(sl->b, sl->seg,

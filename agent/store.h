@@ -134,9 +134,9 @@ void agent_backend_close(struct agent_backend *b);
  * at once (agent_store_fenced(): one line, exit status
  * AGENT_EXIT_FENCED): its service manager starts it again with a new
  * client, which replays the write log, and the hosts take their files
- * back on it as after a crash.  A posix store's (a kernel CephFS mount
- * under it, say: a new agent would not help) becomes EIO, which means
- * something to the host's applications.
+ * back on it as after a crash.  A posix store's, of a request or of its
+ * data's I/O (a kernel CephFS mount under it, say: a new agent would not
+ * help), becomes EIO, which means something to the host's applications.
  */
 #define AGENT_EXIT_FENCED	75	/* EX_TEMPFAIL */
 int agent_store_fenced(int ret);
