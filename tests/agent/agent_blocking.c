@@ -45,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
@@ -63,6 +64,7 @@
 #define SLOW_ROUNDS	100	/* rounds of requests read late */
 #define SLOW_BURST	4	/* requests of a round */
 #define SLOW_VAL	4000	/* bytes of the root's xattr (ext4 takes it) */
+#define SLOW_PEEK	16384	/* bytes of a file OPEN brings: > SO_SNDBUF */
 
 /* main.c is not linked: this is the agent's whole configuration. */
 struct agent_config agent_cfg = {
@@ -364,34 +366,73 @@ static void tb_pipelined(void)
 /* ---- a host that reads its replies late ---- */
 
 /*
+ * Wait until what fd has to read stops growing: the agent sent all it
+ * could (or the socket is full).  A fixed pause was too short on a loaded
+ * machine: the test read while the pool threads were still to run, and
+ * every reply found room.  At most a second.
+ */
+static void tb_quiet(int fd)
+{
+	uint64_t until = agent_now_ns() + 1000000000ull;
+	int n, last = -1, same = 0;
+
+	while (same < 3 && agent_now_ns() < until) {
+		usleep(2000);
+		if (ioctl(fd, FIONREAD, &n) < 0)
+			t_hard("FIONREAD: %s", strerror(errno));
+		same = n == last ? same + 1 : 0;
+		last = n;
+	}
+}
+
+/*
  * SLOW_ROUNDS rounds of SLOW_BURST requests sent together, read only once
  * every reply had time to be sent: the pool threads send them into a
  * socket the earlier ones of the round fill.  The socket's buffer is as
- * small as the kernel allows, so a 4 KB reply takes more than one of its
- * buffers, and one sent into a socket holding another may go in part.
+ * small as the kernel allows: the first request of a round, an OPEN that
+ * brings SLOW_PEEK bytes of a file, has a reply larger than it, which a
+ * pool thread sending into the empty socket can only send in part; a
+ * 4 KB reply sent into a socket holding another may go in part too.
  * 1 when it ran (user xattrs on the root's filesystem).
  */
 static int tb_slow_reader(void)
 {
 	static struct tb_conn c;
-	static uint8_t val[SLOW_VAL];
+	static uint8_t val[SLOW_VAL], peek[SLOW_PEEK];
 	struct bcp_msg m, rep;
 	uint8_t seen[SLOW_BURST];
 	unsigned int r, i, k;
+	char path[400];
+	uint64_t h;
+	int fd;
 
 	for (i = 0; i < SLOW_VAL; i++)
 		val[i] = (uint8_t)(i * 7 + i / 251);
+	for (i = 0; i < SLOW_PEEK; i++)
+		peek[i] = (uint8_t)(i * 13 + i / 241);
 	if (setxattr(tb_root, "user.big", val, SLOW_VAL, 0) < 0) {
 		printf("# late reader: no user xattrs here (%s); skipped\n",
 		       strerror(errno));
 		return 0;
 	}
+	snprintf(path, sizeof(path), "%s/peeked", tb_root);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || write(fd, peek, SLOW_PEEK) != SLOW_PEEK || close(fd))
+		t_hard("%s: %s", path, strerror(errno));
 	tb_sndbuf = 1;
 	tb_connect(&c, NULL);
 	tb_sndbuf = 0;
+	tb_named(&m, BCP_OP_LOOKUP, c.root, "peeked");
+	T_EQ(tb_call(&c, &m, &rep, 5000), 0);
+	h = rep.u.entry_rep.entry.handle;
 	for (r = 0; r < SLOW_ROUNDS; r++) {
 		for (i = 0; i < SLOW_BURST; i++) {
-			if (i % 2) {
+			if (i == 0) {
+				bcp_msg_init(&m, BCP_OP_OPEN, 1000 + i);
+				m.u.open_req.handle = h;
+				m.u.open_req.flags = O_RDONLY;
+				m.u.open_req.peek = SLOW_PEEK;
+			} else if (i % 2) {
 				bcp_msg_init(&m, BCP_OP_GETATTR, 1000 + i);
 				m.u.node_req.handle = c.root;
 			} else {
@@ -404,7 +445,7 @@ static int tb_slow_reader(void)
 			if (t_raw_send(c.fd, &m) < 0)
 				t_fail("send: connection lost");
 		}
-		usleep(2000);
+		tb_quiet(c.fd);
 		memset(seen, 0, sizeof(seen));
 		for (i = 0; i < SLOW_BURST; i++) {
 			if (t_raw_recv(c.fd, &rep, c.buf, sizeof(c.buf),
@@ -421,7 +462,13 @@ static int tb_slow_reader(void)
 			T_EQ(seen[k], 0);
 			seen[k] = 1;
 			T_EQ(rep.hdr.status, 0);
-			if (k % 2) {
+			if (k == 0) {
+				T_EQ(rep.hdr.opcode, BCP_OP_OPEN);
+				T_CHECK(rep.u.open_rep.open_flags &
+					BCP_OPEN_DATA);
+				T_EQ(rep.data_len, SLOW_PEEK);
+				T_CHECK(!memcmp(rep.data, peek, SLOW_PEEK));
+			} else if (k % 2) {
 				T_EQ(rep.hdr.opcode, BCP_OP_GETATTR);
 				T_EQ(rep.u.attr_rep.attr.mode & S_IFMT,
 				     S_IFDIR);
@@ -432,6 +479,7 @@ static int tb_slow_reader(void)
 			}
 		}
 	}
+	/* the session's end releases the opens */
 	close(c.fd);
 	return 1;
 }
