@@ -87,6 +87,7 @@
 #define CS_SNAP_MAX		4096	/* names remembered per directory */
 #define CS_SELF_MAX		32	/* own names remembered per sweep */
 #define CS_SELF_ANY		UINT64_MAX /* what an own name names: unknown */
+#define CS_SCATTER_MS		15000	/* a name change's lazy directory stats */
 
 struct cs_watch;
 struct ceph_backend;
@@ -2992,7 +2993,9 @@ static int cfs_backend_statfs(struct agent_backend *b,
  * kept (cs_self_apply()), or a name made here would be told as gone,
  * one removed here as new, and again at the next sweep.
  * A change another client makes to a marked object's attributes in the
- * same sweep is told only by what the host's timeouts bound.  A
+ * same sweep is told only by what the host's timeouts bound, as is one
+ * to a directory's times (not its mode or owner) for CS_SCATTER_MS
+ * after a name change of ours there: the MDS moves them that lazily.  A
  * directory's name changes of ours are also made in its remembered
  * listing as they happen (cs_watch_self()): a listing read while none
  * happened then differs from it only by other clients' changes, and the
@@ -3041,7 +3044,17 @@ struct cs_watch {
 	 */
 	unsigned long self_gen;
 	int self_unknown;
+	/* when our sessions last changed a name here (CLOCK_MONOTONIC) */
+	uint64_t self_named_ms;
 };
+
+static uint64_t cs_now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
+}
 
 static struct cs_watch **cs_watch_slot(struct ceph_backend *cb,
 				       uint64_t ino)
@@ -3256,6 +3269,7 @@ static void cs_watch_self(struct ceph_backend *cb, uint64_t ino,
 		w->self = 1;
 		if (name) {
 			w->self_gen++;
+			w->self_named_ms = cs_now_ms();
 			if (now == CS_SELF_ANY ||
 			    (w->listed && !w->toobig &&
 			     cs_snap_set(w, name, now) < 0))
@@ -3513,7 +3527,7 @@ static void cs_sweep_one(struct ceph_backend *cb, uint64_t ino)
 	struct cs_watch *w;
 	size_t nn = 0;
 	int ret, listed = 0, toobig = 0, attrs, data, was_known, dir;
-	int busy = 0, marks;
+	int busy = 0, marks, perm;
 	unsigned long gen0 = 0;
 	Inode *in;
 
@@ -3578,15 +3592,28 @@ static void cs_sweep_one(struct ceph_backend *cb, uint64_t ino)
 	if (!w)
 		goto out_unlock;
 	was_known = w->known;
-	data = was_known && (x.stx_size != w->x.stx_size ||
-			     cs_time_ne(x.stx_mtime, w->x.stx_mtime));
-	attrs = was_known && (data || x.stx_mode != w->x.stx_mode ||
-			      x.stx_uid != w->x.stx_uid ||
-			      x.stx_gid != w->x.stx_gid ||
+	/*
+	 * A directory's size is the bytes of everything under it (Ceph's
+	 * rbytes), which a write anywhere below moves, whoever made it: not
+	 * a change of the directory's.  Its times, link count and version
+	 * follow its names, gathered by the MDS lazily (seconds after the
+	 * change): for a while after a name change of ours, they are ours.
+	 * Another client's name changes there are told by the listing.
+	 */
+	data = was_known && !dir && (x.stx_size != w->x.stx_size ||
+				     cs_time_ne(x.stx_mtime, w->x.stx_mtime));
+	perm = was_known && (x.stx_mode != w->x.stx_mode ||
+			     x.stx_uid != w->x.stx_uid ||
+			     x.stx_gid != w->x.stx_gid);
+	attrs = was_known && (data || perm ||
 			      x.stx_nlink != w->x.stx_nlink ||
 			      x.stx_version != w->x.stx_version ||
+			      cs_time_ne(x.stx_mtime, w->x.stx_mtime) ||
 			      cs_time_ne(x.stx_ctime, w->x.stx_ctime));
-	if (attrs && w->self) {
+	if (attrs && dir && !perm && w->self_named_ms &&
+	    cs_now_ms() - w->self_named_ms < CS_SCATTER_MS) {
+		atomic_fetch_add(&cb->ev_self, 1);
+	} else if (attrs && w->self) {
 		atomic_fetch_add(&cb->ev_self, 1);
 	} else if (attrs) {
 		atomic_fetch_add(&cb->ev_sweep, 1);
