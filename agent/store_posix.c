@@ -271,17 +271,17 @@ static void store_pub_name(struct posix_store *s, uint32_t kind,
 
 /*
  * What name in dirfd is before it is removed or replaced, for the
- * notifications (store_pub_gone()); *obj {0, 0} when nobody may care or
- * it is not there.
+ * notifications (store_pub_gone()) and, always, for store_node_gone();
+ * *obj {0, 0} when nobody may care (and not always) or it is not there.
  */
 static void store_pub_peek(struct posix_store *s, int dirfd, const char *name,
-			   struct agent_obj *obj, uint32_t *nlink)
+			   int always, struct agent_obj *obj, uint32_t *nlink)
 {
 	struct statx x;
 
 	obj->dev = obj->ino = 0;
 	*nlink = 0;
-	if (!agent_notify_wanted(s->ns) ||
+	if ((!always && !agent_notify_wanted(s->ns)) ||
 	    statx(dirfd, name, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS,
 		  &x) < 0)
 		return;
@@ -693,6 +693,33 @@ static void store_node_drop(struct posix_store *s, struct store_node *n)
 	}
 	free(n);
 	s->nnodes--;
+}
+
+/*
+ * obj, a file that had nlink links, lost one.  Its last: the descriptor
+ * this session caches for it would keep its blocks allocated until the
+ * host forgets it, some time after the unlink, where a local file system
+ * frees them as soon as nothing holds the file open (a write right after
+ * the rm of a big file found the store full).  Closed: while an open
+ * file keeps the object, the node opens it again by its fid.
+ */
+static void store_node_gone(struct posix_store *s, struct agent_obj obj,
+			    uint32_t nlink)
+{
+	struct store_node *n;
+
+	if (nlink != 1 || !(obj.dev || obj.ino))
+		return;
+	for (n = s->by_ino[store_hash(s, (obj.dev << 32) ^ obj.ino)]; n;
+	     n = n->inext) {
+		if (n->ino != obj.ino || n->dev != obj.dev || n->fd < 0 ||
+		    n->pinned || n->mode == S_IFDIR)
+			continue;
+		store_lru_unlink(s, n);
+		close(n->fd);
+		n->fd = -1;
+		agent_fd_give();
+	}
 }
 
 static const struct agent_store_ops posix_ops;
@@ -1566,12 +1593,14 @@ static int posix_unlink(struct agent_store *bs, uint64_t parent,
 	ret = store_dir_entry(s, parent, name, len, cname, &p);
 	if (ret < 0)
 		return ret;
-	store_pub_peek(s, ret, cname, &child, &nlink);
+	store_pub_peek(s, ret, cname, !rmdir, &child, &nlink);
 	sqe = store_meta_sqe(s, &own);
 	io_uring_prep_unlinkat(sqe, ret, cname, rmdir ? AT_REMOVEDIR : 0);
 	ret = store_meta_run(s, sqe);
-	if (ret == 0)
+	if (ret == 0) {
 		store_pub_gone(s, p, cname, child, nlink);
+		store_node_gone(s, child, nlink);
+	}
 	return ret;
 }
 
@@ -1602,8 +1631,9 @@ static int posix_rename(struct agent_store *bs, const struct bcp_rename_req *r,
 	ret = store_dir_node(s, r->parent, &p);
 	if (ret < 0)
 		return ret;
-	store_pub_peek(s, ret, cname, &moved, &nlink);
-	store_pub_peek(s, nfd, cnew, &target, &tlink);
+	store_pub_peek(s, ret, cname, 0, &moved, &nlink);
+	store_pub_peek(s, nfd, cnew, !(r->flags & BCP_RENAME_EXCHANGE), &target,
+		       &tlink);
 	sqe = store_meta_sqe(s, &own);
 	io_uring_prep_renameat(sqe, ret, cname, nfd, cnew, r->flags);
 	ret = store_meta_run(s, sqe);
@@ -1619,6 +1649,8 @@ static int posix_rename(struct agent_store *bs, const struct bcp_rename_req *r,
 		store_pub_name(s, BCP_NOTIFY_ENTRY, np, cnew, target);
 	else
 		store_pub_gone(s, np, cnew, target, tlink);
+	if (!(r->flags & BCP_RENAME_EXCHANGE))
+		store_node_gone(s, target, tlink);
 	return 0;
 }
 

@@ -1,0 +1,139 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# space.sh - a store that fills up behaves as a full local file system:
+# writes fail with ENOSPC (at the latest at close, as on NFS: the mount
+# gathers a new file's writes), and the space of a file removed (rm, or
+# a rename over it) is free at once, as soon as nothing holds the file
+# open: a write right after the rm of a big file works, and statfs
+# through the mount says so.  A file open while it is removed keeps its
+# space and its data until its last close.  The store is a 64 MiB tmpfs
+# of the test's own (needs root).
+#
+# The agent caches a descriptor of each object its host looked up, and
+# the host forgets the object only some time after the rm: that
+# descriptor kept a removed file's blocks allocated, and a write right
+# after the rm of a file that filled the store failed with ENOSPC.
+. "$(dirname "$0")/lib.sh"
+bcf_init
+[ "$(id -u)" -eq 0 ] || bcf_skip "needs root: the store is a tmpfs of its own"
+command -v python3 >/dev/null 2>&1 || bcf_skip "python3 is missing"
+mount -t tmpfs -o size=64m,mode=0755 bcf-space "$BCF_BACK" ||
+	bcf_skip "cannot mount a tmpfs here"
+
+space_cleanup()
+{
+	local rc=$?
+
+	cd / || true
+	bcf_unmount_quiet || rc=1
+	bcf_stop_agent || rc=1
+	umount "$BCF_BACK" 2>/dev/null || umount -l "$BCF_BACK" || rc=1
+	(exit $rc)
+	bcf_cleanup
+}
+trap space_cleanup EXIT
+
+bcf_listen_for_transport
+bcf_start_agent "$BCF_BACK" "$listen" "${agent_args[@]}" ||
+	bcf_fail "bluecache-agent did not become ready"
+bcf_mount "$listen" "$opts"
+
+PYTHONDONTWRITEBYTECODE=1 timeout 300 python3 - "$BCF_MNT" <<'PY' ||
+import errno, os, sys, time
+
+mnt = sys.argv[1]
+MiB = 1 << 20
+bad = 0
+
+def fail(msg):
+    global bad
+    print(msg)
+    bad += 1
+
+def free():
+    st = os.statvfs(mnt)
+    return st.f_bavail * st.f_frsize
+
+def fill(path):
+    """Write until the store is full: the bytes written, the error seen."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    buf = b"f" * MiB
+    n, err = 0, None
+    try:
+        while n < 128 * MiB:
+            n += os.write(fd, buf)
+    except OSError as e:
+        err = e.errno
+    try:
+        os.close(fd)
+    except OSError as e:
+        err = err or e.errno
+    return n, err
+
+def write_new(path, size):
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, b"n" * size)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+for r in range(5):
+    n, err = fill(os.path.join(mnt, "big"))
+    if err not in (errno.ENOSPC, errno.EDQUOT):
+        fail("round %d: filling the store: %s after %d MiB" %
+             (r, err and errno.errorcode[err], n // MiB))
+    os.unlink(os.path.join(mnt, "big"))
+    # at once: nothing holds it open
+    if free() < 56 * MiB:
+        fail("round %d: %d MiB free right after the rm" % (r, free() // MiB))
+    try:
+        write_new(os.path.join(mnt, "after"), 8 * MiB)
+    except OSError as e:
+        fail("round %d: a write right after the rm: %s" % (r, e))
+    os.unlink(os.path.join(mnt, "after"))
+
+# a rename over a big file frees it as well
+open(os.path.join(mnt, "small"), "wb").close()
+fill(os.path.join(mnt, "big"))
+os.rename(os.path.join(mnt, "small"), os.path.join(mnt, "big"))
+if free() < 56 * MiB:
+    fail("%d MiB free right after a rename over the big file" %
+         (free() // MiB))
+try:
+    write_new(os.path.join(mnt, "after"), 8 * MiB)
+except OSError as e:
+    fail("a write right after a rename over the big file: %s" % e)
+os.unlink(os.path.join(mnt, "after"))
+os.unlink(os.path.join(mnt, "big"))
+
+# a file open while it is removed keeps its space and its data
+path = os.path.join(mnt, "open")
+write_new(path, 32 * MiB)
+fd = os.open(path, os.O_RDONLY)
+os.unlink(path)
+if free() > 40 * MiB:
+    fail("%d MiB free with a removed 32 MiB file open" % (free() // MiB))
+st = os.fstat(fd)
+if st.st_size != 32 * MiB or st.st_nlink != 0:
+    fail("fstat of a removed file open: size %d, %d links" %
+         (st.st_size, st.st_nlink))
+data = os.pread(fd, MiB, 16 * MiB)
+if data != b"n" * MiB:
+    fail("a removed file open reads %r..." % data[:8])
+os.close(fd)
+# its last close frees it (the host's release is asynchronous)
+for i in range(100):
+    if free() >= 56 * MiB:
+        break
+    time.sleep(0.05)
+else:
+    fail("%d MiB free 5 s after the last close of a removed file" %
+         (free() // MiB))
+print("%d checks failed" % bad)
+sys.exit(1 if bad else 0)
+PY
+	bcf_fail "the space of a removed file is not free when it should be"
+bcf_umount
+echo PASS
