@@ -14,7 +14,11 @@
  * push is reported by the write that
  * caused it, and by the next FLUSH or fsync of the file: close(2) or
  * fsync(2) return the error, as on NFS; the file's later writes then go
- * straight through, so that each reports its own failure.
+ * straight through, so that each reports its own failure.  A run is not
+ * kept longer than BCFS_WB_AGE_MS: a file written slowly and kept open
+ * (a log, a metrics file) reaches the agent, and other hosts, that soon,
+ * not at its close; the flusher thread pushes it, and a failure is then
+ * reported by the next FLUSH or fsync.
  *
  * Everything else that could see the file's data or size first pushes
  * what is gathered: a read, GETATTR, SETATTR, fallocate, lseek,
@@ -48,11 +52,13 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <string.h>
+#include <time.h>
 
 #include "bcfs_i.h"
 
 #define BCFS_WB_CAP	(256u << 10)
 #define BCFS_WB_MAX	32
+#define BCFS_WB_AGE_MS	1000	/* a run older than this is pushed */
 
 /* O_* flags of a write that must not be gathered */
 #define BCFS_WB_NOT	(O_APPEND | O_SYNC | O_DSYNC | O_DIRECT)
@@ -68,6 +74,7 @@ struct bcfs_wb {
 	struct bcp_io *io;	/* pool memory of the run, or NULL */
 	uint64_t start;		/* the run: [start, start + len) */
 	uint32_t len;
+	uint64_t since;		/* when its first write came (ns) */
 	uint64_t end;		/* end of what was written through it, or 0 */
 	int err;		/* first failed push not yet reported */
 	int done;		/* the push in flight finished ... */
@@ -83,10 +90,16 @@ static struct {
 	unsigned int nslots;		/* slots in use at most */
 	unsigned int active;		/* slots taken (atomic for readers) */
 	struct bcfs_wb slot[BCFS_WB_MAX];
+	/* the flusher of old runs: sleeps on tick (CLOCK_MONOTONIC) */
+	pthread_t flusher;
+	pthread_cond_t tick;
+	int started, stop;
 } bcfs_wbt = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.cond = PTHREAD_COND_INITIALIZER,
 };
+
+static void bcfs_wb_start(void);
 
 void bcfs_wb_init(size_t pool_size)
 {
@@ -105,6 +118,8 @@ void bcfs_wb_init(size_t pool_size)
 	bcfs_wbt.nslots = (unsigned int)n;
 	bcfs_dbg("write-behind: %u files of up to %zu bytes", bcfs_wbt.nslots,
 		 cap);
+	if (n)
+		bcfs_wb_start();
 }
 
 static int bcfs_wb_none(void)
@@ -287,6 +302,7 @@ int bcfs_wb_write(fuse_req_t req, uint64_t handle, uint64_t fh, int through,
 		    size > bcfs_wbt.cap || off < 0)
 			goto out_through;
 		w->start = (uint64_t)off;
+		w->since = t0;
 		break;
 	}
 	if (!w->io) {
@@ -496,10 +512,80 @@ void bcfs_wb_patch(uint64_t handle, struct stat *st)
 	pthread_mutex_unlock(&bcfs_wbt.lock);
 }
 
+/*
+ * Pushes the runs older than BCFS_WB_AGE_MS, one at a time (it waits for
+ * each push, as a writer would), every quarter of that.
+ */
+static void *bcfs_wb_flusher(void *arg)
+{
+	struct timespec t;
+	struct bcfs_wb *w;
+	unsigned int i;
+	uint64_t now;
+
+	(void)arg;
+	pthread_mutex_lock(&bcfs_wbt.lock);
+	while (!bcfs_wbt.stop) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		t.tv_nsec += BCFS_WB_AGE_MS / 4 * 1000000L;
+		t.tv_sec += t.tv_nsec / 1000000000L;
+		t.tv_nsec %= 1000000000L;
+		pthread_cond_timedwait(&bcfs_wbt.tick, &bcfs_wbt.lock, &t);
+		now = bcfs_now_ns();
+		for (i = 0; i < BCFS_WB_MAX && !bcfs_wbt.stop; i++) {
+			w = &bcfs_wbt.slot[i];
+			if (!w->handle || !w->len || w->busy ||
+			    now - w->since < BCFS_WB_AGE_MS * 1000000ull)
+				continue;
+			/* release waits for it, as for a writer */
+			w->users++;
+			bcfs_wb_push(w);
+			w->users--;
+			pthread_cond_broadcast(&bcfs_wbt.cond);
+		}
+	}
+	pthread_mutex_unlock(&bcfs_wbt.lock);
+	return NULL;
+}
+
+static void bcfs_wb_start(void)
+{
+	pthread_condattr_t ca;
+	int ret;
+
+	if (pthread_condattr_init(&ca) ||
+	    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) ||
+	    pthread_cond_init(&bcfs_wbt.tick, &ca)) {
+		bcfs_warn("write-behind: no flusher: a run gathered waits "
+			  "for the file's close");
+		return;
+	}
+	pthread_condattr_destroy(&ca);
+	ret = pthread_create(&bcfs_wbt.flusher, NULL, bcfs_wb_flusher, NULL);
+	if (ret) {
+		bcfs_warn("write-behind: cannot start the flusher (%s): a "
+			  "run gathered waits for the file's close",
+			  strerror(ret));
+		pthread_cond_destroy(&bcfs_wbt.tick);
+		return;
+	}
+	pthread_setname_np(bcfs_wbt.flusher, "bcfs-wb");
+	bcfs_wbt.started = 1;
+}
+
 void bcfs_wb_fini(void)
 {
 	unsigned int i;
 
+	if (bcfs_wbt.started) {
+		pthread_mutex_lock(&bcfs_wbt.lock);
+		bcfs_wbt.stop = 1;
+		pthread_cond_signal(&bcfs_wbt.tick);
+		pthread_mutex_unlock(&bcfs_wbt.lock);
+		pthread_join(bcfs_wbt.flusher, NULL);
+		pthread_cond_destroy(&bcfs_wbt.tick);
+		bcfs_wbt.started = 0;
+	}
 	if (bcfs_wb_none())
 		return;
 	pthread_mutex_lock(&bcfs_wbt.lock);

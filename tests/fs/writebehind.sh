@@ -11,6 +11,9 @@
 #  - a second mount of the same agent sees the data and the mtime this
 #    mount sees once the file is closed, even after a listing here handed
 #    the kernel the file's attributes while its writes were gathered;
+#  - a file written slowly and kept open (a log, a metrics file) reaches
+#    the agent within a few seconds of each write, not at its close: the
+#    store's own view of it ($BCF_BACK) has each line soon;
 #  - posix store: a write the agent cannot make (its directory is full)
 #    fails write(2) or close(2), never silently.
 . "$(dirname "$0")/lib.sh"
@@ -69,6 +72,35 @@ EOF
 sleep 0.3
 bcf_eq "late: mtime here and on mount 2" "$(stat -c '%s %Y' "$m2/late")" \
 	"$(stat -c '%s %Y' "$m/late")"
+
+# a slow writer keeps its file open: each line reaches the store soon
+python3 - "$m/slow" "$BCF_BACK/slow" <<'EOF' ||
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+want = b""
+for i in range(3):
+    line = b"line %d\n" % i
+    os.write(fd, line)
+    want += line
+    t0 = time.monotonic()
+    while True:
+        try:
+            with open(sys.argv[2], "rb") as f:
+                got = f.read()
+        except FileNotFoundError:
+            got = b""
+        if got == want:
+            break
+        if time.monotonic() - t0 > 10:
+            print("the store has %r 10 s after %r was written, the file "
+                  "still open" % (got, line))
+            sys.exit(1)
+        time.sleep(0.05)
+    print("line %d in the store %.2f s after its write" %
+          (i, time.monotonic() - t0))
+os.close(fd)
+EOF
+	bcf_fail "a slow writer's lines wait for its close"
 
 # a full directory: the error reaches the application
 if [ "$BCF_STORE" = posix ] &&
