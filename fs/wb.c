@@ -20,6 +20,16 @@
  * not at its close; the flusher thread pushes it, and a failure is then
  * reported by the next FLUSH or fsync.
  *
+ * A gathered write is answered before the store has taken it: on a full
+ * store the run that fails loses writes the application was told were
+ * made.  So a file gathers only while the store has room to spare: the
+ * flusher asks the agent (STATFS of the root) when gathering starts and
+ * every second while it goes on, and a run starts only while the last
+ * answer is fresh and left more than BCFS_WB_ROOM plus what every slot
+ * may hold free (or the store tells no size at all); otherwise each
+ * write goes straight through and reports its own ENOSPC, as a local
+ * file system's would.
+ *
  * Everything else that could see the file's data or size first pushes
  * what is gathered: a read, GETATTR, SETATTR, fallocate, lseek,
  * copy_file_range, and another open of the file, which also ends write-
@@ -59,6 +69,8 @@
 #define BCFS_WB_CAP	(256u << 10)
 #define BCFS_WB_MAX	32
 #define BCFS_WB_AGE_MS	1000	/* a run older than this is pushed */
+#define BCFS_WB_ROOM	(64ull << 20)	/* free bytes to spare, at least */
+#define BCFS_WB_ROOM_MS	1500	/* an answer about room lasts this long */
 
 /* O_* flags of a write that must not be gathered */
 #define BCFS_WB_NOT	(O_APPEND | O_SYNC | O_DSYNC | O_DIRECT)
@@ -94,6 +106,10 @@ static struct {
 	pthread_t flusher;
 	pthread_cond_t tick;
 	int started, stop;
+	/* the store's room: when last asked (ns, 0 never), and the answer */
+	uint64_t room_at;
+	int room_ok;
+	int room_ask;			/* a writer wants a fresh answer */
 } bcfs_wbt = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.cond = PTHREAD_COND_INITIALIZER,
@@ -201,6 +217,52 @@ static void bcfs_wb_io(struct bcfs_wb *w, struct bcp_io *io, uint64_t off,
 	io->priv = w;
 }
 
+/*
+ * Whether a run may start now: the store had room to spare a moment ago.
+ * If the answer is old, the flusher is asked for a new one and the write
+ * goes through meanwhile.  Under bcfs_wbt.lock.
+ */
+static int bcfs_wb_room(uint64_t now)
+{
+	if (bcfs_wbt.room_at &&
+	    now - bcfs_wbt.room_at < BCFS_WB_ROOM_MS * 1000000ull)
+		return bcfs_wbt.room_ok;
+	if (bcfs_wbt.started && !bcfs_wbt.room_ask) {
+		bcfs_wbt.room_ask = 1;
+		pthread_cond_signal(&bcfs_wbt.tick);
+	}
+	return 0;
+}
+
+/* Ask the agent how much room the store has.  Under bcfs_wbt.lock. */
+static void bcfs_wb_room_ask(void)
+{
+	struct bcp_msg m, r;
+	uint64_t want, avail;
+	int ret, ok;
+
+	bcfs_msg(&m, BCP_OP_STATFS);
+	m.u.handle_req.handle = bcfs_g.root;
+	pthread_mutex_unlock(&bcfs_wbt.lock);
+	ret = bcfs_call(&m, &r);
+	pthread_mutex_lock(&bcfs_wbt.lock);
+	want = BCFS_WB_ROOM + (uint64_t)bcfs_wbt.nslots * bcfs_wbt.cap;
+	avail = 0;
+	if (!ret)
+		avail = r.u.statfs_rep.bavail * (r.u.statfs_rep.frsize ?
+						 r.u.statfs_rep.frsize :
+						 r.u.statfs_rep.bsize);
+	/* a store that tells no size (a CephFS without a mgr): as before */
+	ok = !ret && (!r.u.statfs_rep.blocks || avail >= want);
+	if (ok != bcfs_wbt.room_ok)
+		bcfs_dbg("write-behind: %s (%s)", ok ? "on" : "off",
+			 ret ? strerror(bcfs_errno(ret)) :
+			 ok ? "the store has room" : "the store is nearly full");
+	bcfs_wbt.room_ok = ok;
+	bcfs_wbt.room_at = bcfs_now_ns();
+	bcfs_wbt.room_ask = 0;
+}
+
 /* The error not yet reported, and whether to tell (then both cleared). */
 static int bcfs_wb_take(struct bcfs_wb *w, int *told)
 {
@@ -299,7 +361,7 @@ int bcfs_wb_write(fuse_req_t req, uint64_t handle, uint64_t fh, int through,
 		}
 		/* nothing gathered: start a run, or go straight through */
 		if (w->ended || w->err || w->fh != fh || through ||
-		    size > bcfs_wbt.cap || off < 0)
+		    size > bcfs_wbt.cap || off < 0 || !bcfs_wb_room(t0))
 			goto out_through;
 		w->start = (uint64_t)off;
 		w->since = t0;
@@ -530,8 +592,19 @@ static void *bcfs_wb_flusher(void *arg)
 		t.tv_nsec += BCFS_WB_AGE_MS / 4 * 1000000L;
 		t.tv_sec += t.tv_nsec / 1000000000L;
 		t.tv_nsec %= 1000000000L;
-		pthread_cond_timedwait(&bcfs_wbt.tick, &bcfs_wbt.lock, &t);
+		if (!bcfs_wbt.room_ask)
+			pthread_cond_timedwait(&bcfs_wbt.tick, &bcfs_wbt.lock,
+					       &t);
+		if (bcfs_wbt.stop)
+			break;
 		now = bcfs_now_ns();
+		/* asked, or files gather and the answer is a second old */
+		if (bcfs_wbt.room_ask ||
+		    (bcfs_wbt.active &&
+		     now - bcfs_wbt.room_at >= BCFS_WB_AGE_MS * 1000000ull)) {
+			bcfs_wb_room_ask();
+			now = bcfs_now_ns();
+		}
 		for (i = 0; i < BCFS_WB_MAX && !bcfs_wbt.stop; i++) {
 			w = &bcfs_wbt.slot[i];
 			if (!w->handle || !w->len || w->busy ||
@@ -556,21 +629,24 @@ static void bcfs_wb_start(void)
 	if (pthread_condattr_init(&ca) ||
 	    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) ||
 	    pthread_cond_init(&bcfs_wbt.tick, &ca)) {
-		bcfs_warn("write-behind: no flusher: a run gathered waits "
-			  "for the file's close");
+		bcfs_warn("write-behind: no flusher thread: writes are "
+			  "sent at once");
 		return;
 	}
 	pthread_condattr_destroy(&ca);
 	ret = pthread_create(&bcfs_wbt.flusher, NULL, bcfs_wb_flusher, NULL);
 	if (ret) {
-		bcfs_warn("write-behind: cannot start the flusher (%s): a "
-			  "run gathered waits for the file's close",
-			  strerror(ret));
+		bcfs_warn("write-behind: cannot start the flusher thread "
+			  "(%s): writes are sent at once", strerror(ret));
 		pthread_cond_destroy(&bcfs_wbt.tick);
 		return;
 	}
 	pthread_setname_np(bcfs_wbt.flusher, "bcfs-wb");
+	pthread_mutex_lock(&bcfs_wbt.lock);
 	bcfs_wbt.started = 1;
+	bcfs_wbt.room_ask = 1;		/* the first answer at once */
+	pthread_cond_signal(&bcfs_wbt.tick);
+	pthread_mutex_unlock(&bcfs_wbt.lock);
 }
 
 void bcfs_wb_fini(void)

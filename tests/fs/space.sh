@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
 # space.sh - a store that fills up behaves as a full local file system:
-# writes fail with ENOSPC (at the latest at close, as on NFS: the mount
-# gathers a new file's writes), and the space of a file removed (rm, or
+# writes fail with ENOSPC, and none that said it wrote is lost (the mount
+# gathers a new file's writes only while the store has room to spare;
+# they were answered before the store had them, and the run that failed
+# was lost), and the space of a file removed (rm, or
 # a rename over it) is free at once, as soon as nothing holds the file
 # open: a write right after the rm of a big file works, and statfs
 # through the mount says so.  A file open while it is removed keeps its
@@ -55,10 +57,11 @@ def free():
     st = os.statvfs(mnt)
     return st.f_bavail * st.f_frsize
 
-def fill(path):
-    """Write until the store is full: the bytes written, the error seen."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    buf = b"f" * MiB
+def fill(path, rec=MiB):
+    """Write a new file in records of rec bytes until the store is full:
+    the bytes write said it wrote, the error seen."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    buf = b"f" * rec
     n, err = 0, None
     try:
         while n < 128 * MiB:
@@ -78,6 +81,17 @@ def write_new(path, size):
         os.fsync(fd)
     finally:
         os.close(fd)
+
+# a new file written in records until the store is full: every byte a
+# write said it wrote is in the file, as on a local file system
+for r in range(3):
+    path = os.path.join(mnt, "acked")
+    acked, err = fill(path, 65536)
+    size = os.stat(path).st_size
+    if err not in (errno.ENOSPC, errno.EDQUOT) or size < acked:
+        fail("round %d: %d bytes written (%s), the file has %d" %
+             (r, acked, err and errno.errorcode[err], size))
+    os.unlink(path)
 
 for r in range(5):
     n, err = fill(os.path.join(mnt, "big"))

@@ -76,6 +76,11 @@ bcf_eq "late: mtime here and on mount 2" "$(stat -c '%s %Y' "$m2/late")" \
 # a slow writer keeps its file open: each line reaches the store soon
 python3 - "$m/slow" "$BCF_BACK/slow" <<'EOF' ||
 import os, sys, time
+# a write after a pause goes through while the mount asks the agent
+# whether the store has room to gather: ask first
+with open(sys.argv[1] + ".first", "wb") as f:
+    f.write(b"1")
+time.sleep(0.5)
 fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
 want = b""
 for i in range(3):
