@@ -3045,16 +3045,8 @@ struct cs_watch {
 	unsigned long self_gen;
 	int self_unknown;
 	/* when our sessions last changed a name here (CLOCK_MONOTONIC) */
-	uint64_t self_named_ms;
+	struct timespec self_named;
 };
-
-static uint64_t cs_now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
-}
 
 static struct cs_watch **cs_watch_slot(struct ceph_backend *cb,
 				       uint64_t ino)
@@ -3269,7 +3261,7 @@ static void cs_watch_self(struct ceph_backend *cb, uint64_t ino,
 		w->self = 1;
 		if (name) {
 			w->self_gen++;
-			w->self_named_ms = cs_now_ms();
+			clock_gettime(CLOCK_MONOTONIC, &w->self_named);
 			if (now == CS_SELF_ANY ||
 			    (w->listed && !w->toobig &&
 			     cs_snap_set(w, name, now) < 0))
@@ -3610,10 +3602,9 @@ static void cs_sweep_one(struct ceph_backend *cb, uint64_t ino)
 			      x.stx_version != w->x.stx_version ||
 			      cs_time_ne(x.stx_mtime, w->x.stx_mtime) ||
 			      cs_time_ne(x.stx_ctime, w->x.stx_ctime));
-	if (attrs && dir && !perm && w->self_named_ms &&
-	    cs_now_ms() - w->self_named_ms < CS_SCATTER_MS) {
-		atomic_fetch_add(&cb->ev_self, 1);
-	} else if (attrs && w->self) {
+	if (attrs && (w->self ||
+		      (dir && !perm && w->self_named.tv_sec &&
+		       cs_ms_since(&w->self_named) < CS_SCATTER_MS))) {
 		atomic_fetch_add(&cb->ev_self, 1);
 	} else if (attrs) {
 		atomic_fetch_add(&cb->ev_sweep, 1);
