@@ -2999,12 +2999,12 @@ static int cfs_backend_statfs(struct agent_backend *b,
  * directory's name changes of ours are also made in its remembered
  * listing as they happen (cs_watch_self()): a listing read while none
  * happened then differs from it only by other clients' changes, and the
- * marks matter only for one that overlapped ours.  Past CS_SELF_MAX
- * names a sweep a directory is not listed while our sessions go on
- * changing it, only after a sweep without, because a listing beside a
- * stream of creates leaves the client's copy of the directory
- * incomplete, and each create then asks the MDS for the name before it
- * makes it; what other clients did there meanwhile is told then.
+ * marks matter only for one that overlapped ours.  A directory is not
+ * listed while our sessions go on changing its names, only after a
+ * sweep without, because a listing beside a stream of creates leaves
+ * the client's copy of the directory incomplete, and each create then
+ * asks the MDS for the name before it makes it; what other clients did
+ * there meanwhile is told then.
  *
  * Locks: watch_lock is taken under a session's lock (cs_watch_hold()
  * from cs_node_link()) and held while publishing (notify's stripe
@@ -3044,6 +3044,8 @@ struct cs_watch {
 	 */
 	unsigned long self_gen;
 	int self_unknown;
+	/* self_gen when the last sweep chose whether to list */
+	unsigned long swept_gen;
 	/* when our sessions last changed a name here (CLOCK_MONOTONIC) */
 	struct timespec self_named;
 };
@@ -3550,21 +3552,23 @@ static void cs_sweep_one(struct ceph_backend *cb, uint64_t ino)
 			 cs_time_ne(x.stx_ctime, w->x.stx_ctime)))
 		listed = 1;
 	/*
-	 * Our sessions made more names here since the last listing than
-	 * are remembered (self_all), and go on: a listing now would overlap
-	 * their changes, and what it found would be taken for ours, so list
-	 * once the directory has gone a sweep without them, keeping the
-	 * marks until then.  A listing beside a stream of creates is not
-	 * only the cost of reading the directory: it leaves the client's
-	 * copy of the directory incomplete, and each create then asks the
-	 * MDS whether the name exists first.
+	 * Our sessions changed names here since the last sweep, and may go
+	 * on: list once the directory has gone a sweep without, keeping the
+	 * marks until then (the remembered listing has our changes, so the
+	 * later listing still tells only other clients' apart).  A listing
+	 * beside a stream of creates is not only the cost of reading the
+	 * directory: it leaves the client's copy of the directory
+	 * incomplete, and each create then asks the MDS whether the name
+	 * exists first, however slowly the stream goes.
 	 */
-	if (listed && w->listed && w->self_all && w->self) {
+	if (listed && w->listed && w->self_gen != w->swept_gen) {
 		listed = 0;
 		busy = 1;
 	}
-	if (w)
+	if (w) {
 		gen0 = w->self_gen;
+		w->swept_gen = gen0;
+	}
 	pthread_mutex_unlock(&cb->watch_lock);
 	if (!w)
 		goto out_put;
