@@ -3516,22 +3516,39 @@ static void cs_sweep_slow(const struct timespec *t0, const char *what,
 static void cs_sweep_one(struct ceph_backend *cb, uint64_t ino)
 {
 	struct cs_name *nv = NULL;
-	struct ceph_statx x;
+	struct ceph_statx x, y;
 	struct timespec t0;
 	struct cs_watch *w;
 	size_t nn = 0;
 	int ret, listed = 0, toobig = 0, attrs, data, was_known, dir;
 	int busy = 0, marks, perm;
 	unsigned long gen0 = 0;
+	unsigned int want = CEPH_STATX_BASIC_STATS | CEPH_STATX_VERSION;
 	Inode *in;
 
 	/* held by a session: in the client's cache, no message */
 	if (ceph_ll_lookup_inode(cb->cm, (struct inodeno_t){ ino }, &in) < 0)
 		return;
+	/*
+	 * A directory whose names our sessions changed since the last
+	 * sweep is not listed (below), and its times, link count and
+	 * version are taken for ours: only its mode and owner are asked
+	 * for.  Its size and times are the MDS's file lock on it, which
+	 * each unlink there takes to write: asking for them beside a
+	 * stream of removes in a directory another client holds made the
+	 * MDS gather them from every client again and again, and the
+	 * removes waited behind (2000 unlinks: 31.7 s, 6.8 s without).
+	 */
+	pthread_mutex_lock(&cb->watch_lock);
+	w = *cs_watch_slot(cb, ino);
+	if (w && w->known && w->isdir && w->listed &&
+	    w->self_gen != w->swept_gen) {
+		busy = 1;
+		want = CEPH_STATX_MODE | CEPH_STATX_UID | CEPH_STATX_GID;
+	}
+	pthread_mutex_unlock(&cb->watch_lock);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	ret = ceph_ll_getattr(cb->cm, in, &x,
-			      CEPH_STATX_BASIC_STATS | CEPH_STATX_VERSION, 0,
-			      cb->perms);
+	ret = ceph_ll_getattr(cb->cm, in, &x, want, 0, cb->perms);
 	cs_sweep_slow(&t0, "getattr", ino);
 	if (agent_store_ret(ret) < 0)
 		goto out_put;
@@ -3539,6 +3556,18 @@ static void cs_sweep_one(struct ceph_backend *cb, uint64_t ino)
 	/* list a directory the first time and whenever it moved */
 	pthread_mutex_lock(&cb->watch_lock);
 	w = *cs_watch_slot(cb, ino);
+	if (busy && (!w || !w->known || !w->isdir || !dir)) {
+		pthread_mutex_unlock(&cb->watch_lock);
+		goto out_put;	/* it changed meanwhile: the next sweep */
+	}
+	if (busy) {
+		/* the rest as the last sweep saw it */
+		y = x;
+		x = w->x;
+		x.stx_mode = y.stx_mode;
+		x.stx_uid = y.stx_uid;
+		x.stx_gid = y.stx_gid;
+	}
 	/*
 	 * Every sweep: a name created or removed by another client does
 	 * not always move the directory's attributes in our client's cache
@@ -3561,7 +3590,7 @@ static void cs_sweep_one(struct ceph_backend *cb, uint64_t ino)
 	 * incomplete, and each create then asks the MDS whether the name
 	 * exists first, however slowly the stream goes.
 	 */
-	if (listed && w->listed && w->self_gen != w->swept_gen) {
+	if (busy || (listed && w->listed && w->self_gen != w->swept_gen)) {
 		listed = 0;
 		busy = 1;
 	}

@@ -17,7 +17,9 @@
 #     a direct write, a hole punched or a truncate of this mount through
 #     another descriptor (at once), or by mount 2 (within a second);
 #   - cephfs: a stream of creates into one directory costs the MDS no
-#     lookups, a fast one (3000 creates) or a slow one (50 a second).
+#     lookups, a fast one (3000 creates) or a slow one (50 a second);
+#     and rm -rf of files another Ceph client read does not make the
+#     store's sweep wait on the MDS.
 . "$(dirname "$0")/lib.sh"
 bcf_init
 command -v python3 >/dev/null 2>&1 || bcf_skip "python3 is missing"
@@ -285,5 +287,27 @@ PY
 	# sanitizers with 3000 creates at 107 a second)
 	sleep 1
 	stream "$m1/stream" g 400 50 20 "stream of 400 creates at 50 a second"
+	# rm -rf of files another Ceph client has read: the sweep does not
+	# ask the MDS for the directory's times while the removes go on
+	# (each asking made the MDS gather them from both clients, and the
+	# removes waited seconds behind: 25 s for 2000 files, 7 s after)
+	mkdir "$m1/gone" || bcf_fail "mkdir gone"
+	python3 - "$m1/gone" <<'PY' || bcf_fail "2000 creates failed"
+import os, sys
+for i in range(2000):
+    with open(os.path.join(sys.argv[1], "f%05d" % i), "wb") as f:
+        f.write(b"g" * 100)
+PY
+	du -s "$BCF_BACK/gone" > /dev/null || bcf_fail "du through the other client"
+	slow0=$(grep -c 'sweep: getattr of inode .* took' "$BCF_TMP/agent.log")
+	t0=$EPOCHREALTIME
+	rm -rf "$m1/gone" || bcf_fail "rm -rf of 2000 files failed"
+	echo "rm -rf of 2000 files the other client read: $(awk -v a="$t0" \
+		-v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }') s"
+	sleep 1
+	slow1=$(grep -c 'sweep: getattr of inode .* took' "$BCF_TMP/agent.log")
+	[ "$slow1" -eq "$slow0" ] ||
+		bcf_fail "the sweep's getattrs waited a second or more during" \
+			"rm -rf ($((slow1 - slow0)) warnings)"
 fi
 echo PASS
