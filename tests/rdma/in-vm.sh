@@ -10,6 +10,11 @@ if ! ibv_devices 2>/dev/null | grep -q "${RDMA_DEV:-rxe0}"; then
 fi
 ulimit -l unlimited
 export TMPDIR=${TMPDIR:-/tmp} BCF_BIG=0 BCF_RANDOM_OPS=${BCF_RANDOM_OPS:-1000}
+# restart.sh under emulation: 4 kills and 3 restarts of the agent rather
+# than 10 and 10 (200 s of the VM's 500); each round takes the rdma
+# transport through the same reconnect
+export BCF_RESTART_KILLS=${BCF_RESTART_KILLS:-4}
+export BCF_RESTART_TERMS=${BCF_RESTART_TERMS:-3}
 in_vm_fail=0
 in_vm_run()
 {
