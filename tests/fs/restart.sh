@@ -34,7 +34,8 @@
 # and the work must go on.
 #
 # BCF_RESTART_KILLS, BCF_RESTART_TERMS, BCF_RESTART_LOCAL_KILLS set the
-# counts (0 0 0 checks the harness alone), BCF_RESTART_SIGNALS a list of
+# counts (0 0 0 checks the harness alone), BCF_RESTART_TREE_DIRS the tar
+# tree's directories of 100 files (30), BCF_RESTART_SIGNALS a list of
 # signals (KILL or TERM) to send in order instead, BCF_RESTART_DEADLINE
 # the seconds for the restarts.  tests/fs/soak.sh runs this for many
 # restarts and prints the pause statistics.  Seeds are printed in the
@@ -56,6 +57,7 @@ RS_TERMS=${BCF_RESTART_TERMS:-10}
 RS_LOCAL_KILLS=${BCF_RESTART_LOCAL_KILLS:-2}
 RS_DEADLINE=${BCF_RESTART_DEADLINE:-150}
 RS_RC_OPS=${BCF_RESTART_RC_OPS:-1500}
+RS_TREE_DIRS=${BCF_RESTART_TREE_DIRS:-30}
 # one round of a workload: far above reconnect_timeout, so that a request
 # the daemon gives up on shows as the error it returns, not as a timeout
 RS_STEP=240
@@ -105,13 +107,14 @@ fi
 
 # --- the data the workloads use --------------------------------------
 
-# a tree of 3,000 small files in 30 directories and 8 larger ones, tarred
+# a tree of 3,000 small files in 30 directories (RS_TREE_DIRS) and 8
+# larger ones, tarred
 mkdir -p "$RS_REF/src" || bcf_hard "cannot make $RS_REF/src"
-python3 - "$RS_REF/src" <<'PY' || bcf_hard "cannot make the tar tree"
+python3 - "$RS_REF/src" "$RS_TREE_DIRS" <<'PY' || bcf_hard "cannot make the tar tree"
 import os, random, sys
 root = sys.argv[1]
 rng = random.Random(20240)
-for d in range(30):
+for d in range(int(sys.argv[2])):
     dd = os.path.join(root, "d%02d" % d)
     os.makedirs(os.path.join(dd, "sub"))
     for f in range(100):
