@@ -42,6 +42,8 @@
 #define BCFS_SHORT_TIMEOUT	1.0
 /* -o reconnect_timeout: an agent restart, or a reboot of its host */
 #define BCFS_RECONNECT_TIMEOUT_DEFAULT	300.0
+/* -o busy_timeout: a cluster that stalls for minutes */
+#define BCFS_BUSY_TIMEOUT_DEFAULT	600.0
 
 struct bcfs_opts {
 	char *agent;		/* the AGENT argument */
@@ -54,6 +56,8 @@ struct bcfs_opts {
 	double entry_timeout;
 	double timeout;		/* seconds for an answer or a transfer */
 	double reconnect_timeout; /* seconds of agent outage before EIO */
+	double busy_timeout;	/* seconds a request may take while the
+				 * agent is heard from */
 	unsigned int max_batch;
 	unsigned int spin_usec;	/* -o spin_usec, when spin_usec_set */
 	int spin_usec_set;

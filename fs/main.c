@@ -51,6 +51,7 @@ enum {
 	BCFS_KEY_ATTR_TIMEOUT,
 	BCFS_KEY_ENTRY_TIMEOUT,
 	BCFS_KEY_TIMEOUT,
+	BCFS_KEY_BUSY_TIMEOUT,
 	BCFS_KEY_RECONNECT_TIMEOUT,
 	BCFS_KEY_MAX_BATCH,
 	BCFS_KEY_SPIN_USEC,
@@ -68,6 +69,7 @@ static const struct fuse_opt bcfs_opt_spec[] = {
 	FUSE_OPT_KEY("attr_timeout=", BCFS_KEY_ATTR_TIMEOUT),
 	FUSE_OPT_KEY("entry_timeout=", BCFS_KEY_ENTRY_TIMEOUT),
 	FUSE_OPT_KEY("timeout=", BCFS_KEY_TIMEOUT),
+	FUSE_OPT_KEY("busy_timeout=", BCFS_KEY_BUSY_TIMEOUT),
 	FUSE_OPT_KEY("reconnect_timeout=", BCFS_KEY_RECONNECT_TIMEOUT),
 	FUSE_OPT_KEY("max_batch=", BCFS_KEY_MAX_BATCH),
 	FUSE_OPT_KEY("spin_usec=", BCFS_KEY_SPIN_USEC),
@@ -158,6 +160,10 @@ static void bcfs_usage(FILE *f, const char *prog)
 "    -o timeout=SEC         wait for the agent's answer or a transfer; a\n"
 "                           request fails with EIO, a stalled\n"
 "                           transfer gives up the connection (30)\n"
+"    -o busy_timeout=SEC    a request past timeout waits on while the\n"
+"                           agent answers pings (a slow store), up to\n"
+"                           this long in all, then fails with EIO (600;\n"
+"                           not above timeout: never waits on)\n"
 "    -o reconnect_timeout=SEC  when the agent goes away, requests wait\n"
 "                           this long for it to come back (it is\n"
 "                           reconnected and resumed), then fail with\n"
@@ -312,6 +318,9 @@ static int bcfs_opt_proc(void *data, const char *arg, int key,
 		       -1 : 0;
 	case BCFS_KEY_TIMEOUT:
 		return bcfs_opt_seconds(arg, 0.001, 86400, &o->timeout) ?
+		       -1 : 0;
+	case BCFS_KEY_BUSY_TIMEOUT:
+		return bcfs_opt_seconds(arg, 0, 86400, &o->busy_timeout) ?
 		       -1 : 0;
 	case BCFS_KEY_RECONNECT_TIMEOUT:
 		return bcfs_opt_seconds(arg, 0, 86400,
@@ -538,6 +547,7 @@ static int bcfs_opts_check(struct bcfs_opts *o, struct bcp_client_opts *co)
 	if (o->spin_usec_set)
 		co->spin_usec = (int)o->spin_usec;
 	co->timeout_ms = (int)(o->timeout * 1000);
+	co->busy_timeout_ms = (int)(o->busy_timeout * 1000);
 	co->reconnect_timeout_ms = (int)(o->reconnect_timeout * 1000);
 	if (o->reconnect_timeout > 0 && !co->reconnect_timeout_ms)
 		co->reconnect_timeout_ms = 1;
@@ -790,6 +800,7 @@ int main(int argc, char *argv[])
 	o->entry_timeout = -1;
 	o->timeout = BCFS_TIMEOUT_DEFAULT;
 	o->reconnect_timeout = BCFS_RECONNECT_TIMEOUT_DEFAULT;
+	o->busy_timeout = BCFS_BUSY_TIMEOUT_DEFAULT;
 	/* what was wrong is said in one line, by us or by libfuse */
 	if (fuse_opt_parse(&args, o, bcfs_opt_spec, bcfs_opt_proc))
 		goto out_args;

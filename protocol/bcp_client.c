@@ -1289,6 +1289,7 @@ static void *receiver_main(void *arg)
 	epoch = c->epoch;
 	pthread_mutex_unlock(&c->wlock);
 	c->rd_last_ns = client_now_ns();
+	__atomic_store_n(&c->heard_ms, client_now_ms(), __ATOMIC_RELAXED);
 	for (;;) {
 		/* with nothing buffered the next read would sleep */
 		if (c->rd.start == c->rd.end)
@@ -1313,6 +1314,9 @@ static void *receiver_main(void *arg)
 				 c->addr_str, strerror(-n));
 			break;
 		}
+		if (c->opts.busy_timeout_ms > c->opts.timeout_ms)
+			__atomic_store_n(&c->heard_ms, client_now_ms(),
+					 __ATOMIC_RELAXED);
 		if (bcp_hdr_check(f, BCP_FRAME_MAX, &h, &why) < 0) {
 			snprintf(msg, sizeof(msg),
 				 "bad frame from agent at %s: %s",
@@ -1485,6 +1489,58 @@ static uint64_t sender_scan_period(const struct bcp_client *c)
 	if (p < BCP_CLIENT_SCAN_MIN_MS)
 		return BCP_CLIENT_SCAN_MIN_MS;
 	return p > BCP_CLIENT_SCAN_MAX_MS ? BCP_CLIENT_SCAN_MAX_MS : p;
+}
+
+/*
+ * May a call that began at start (ms) and is past its timeout wait on?
+ * While busy_timeout_ms from its start has not run out and the agent was
+ * heard from within the timeout (a frame of any kind; the sender PINGs
+ * while a call is half its timeout old): the agent is there and working
+ * (a slow store), not gone.  Any lock or none.
+ */
+static int client_busy_wait_ok(struct bcp_client *c, uint64_t start,
+			       uint64_t now)
+{
+	uint64_t heard;
+
+	if (c->opts.busy_timeout_ms <= c->opts.timeout_ms ||
+	    now - start >= (uint64_t)c->opts.busy_timeout_ms)
+		return 0;
+	heard = __atomic_load_n(&c->heard_ms, __ATOMIC_RELAXED);
+	return heard + (uint64_t)c->opts.timeout_ms > now;
+}
+
+static int client_call_async(struct bcp_client *c, struct bcp_msg *req,
+			     struct bcp_call *call, int nowait);
+
+static void client_ping_done(struct bcp_call *call, int result)
+{
+	struct bcp_client *c = call->priv;
+
+	(void)result;
+	__atomic_store_n(&c->ping_out, 0, __ATOMIC_RELEASE);
+}
+
+/*
+ * Send a PING unless one is out: its answer (any frame) tells the agent
+ * is there while a call takes long.  Never waits for a slot: with none
+ * free, the replies that free one are news of the agent too.  Sender
+ * thread, no lock held.
+ */
+static void client_ping(struct bcp_client *c)
+{
+	struct bcp_msg m;
+
+	if (__atomic_load_n(&c->ping_out, __ATOMIC_ACQUIRE))
+		return;
+	__atomic_store_n(&c->ping_out, 1, __ATOMIC_RELAXED);
+	bcp_msg_init(&m, BCP_OP_PING, 0);
+	c->ping_call.rbuf = c->ping_buf;
+	c->ping_call.rcap = sizeof(c->ping_buf);
+	c->ping_call.done = client_ping_done;
+	c->ping_call.priv = c;
+	if (client_call_async(c, &m, &c->ping_call, 1) < 0)
+		__atomic_store_n(&c->ping_out, 0, __ATOMIC_RELEASE);
 }
 
 /*
@@ -1667,8 +1723,9 @@ static void sender_scan(struct bcp_client *c)
 	struct bcp_call *calls = NULL, *call;
 	struct bcp_wslot *s;
 	uint16_t late_op = 0;
-	uint64_t epoch;
+	uint64_t epoch, age;
 	char msg[512];
+	int ping = 0, is_ping;
 	uint32_t i;
 
 	if (c->opts.timeout_ms <= 0 || now < c->next_scan_ms)
@@ -1690,10 +1747,21 @@ static void sender_scan(struct bcp_client *c)
 	now = client_now_ms();
 	for (i = 0; i < c->nslots && c->nbusy; i++) {
 		s = &c->slots[i];
-		if (s->start_ms >= now || now - s->start_ms < limit)
+		if (s->start_ms >= now)
+			continue;
+		age = now - s->start_ms;
+		is_ping = s->kind == BCP_WSLOT_ACALL &&
+			  s->call == &c->ping_call;
+		if (age >= limit / 2 && s->kind >= BCP_WSLOT_CALL &&
+		    s->kind <= BCP_WSLOT_BATCH && !is_ping)
+			ping = 1;
+		if (age < limit)
 			continue;
 		if (s->kind == BCP_WSLOT_BATCH) {
 			late_op = s->op;
+		} else if (s->kind == BCP_WSLOT_ACALL && !is_ping &&
+			   client_busy_wait_ok(c, s->start_ms, now)) {
+			continue;
 		} else if (s->kind == BCP_WSLOT_ACALL) {
 			s->call->next = calls;
 			calls = s->call;
@@ -1706,6 +1774,8 @@ static void sender_scan(struct bcp_client *c)
 		calls = call->next;
 		call->done(call, -ETIMEDOUT);
 	}
+	if (ping && c->opts.busy_timeout_ms > c->opts.timeout_ms)
+		client_ping(c);
 	if (late_op) {
 		snprintf(msg, sizeof(msg),
 			 "agent at %s did not complete a %s within %d ms: connection given up",
@@ -2649,7 +2719,12 @@ int bcp_client_call(struct bcp_client *c, struct bcp_msg *req,
 			} else if (pthread_cond_timedwait(&s->cond, &c->wlock,
 							  dl) == ETIMEDOUT &&
 				   !s->done && !client_paused(c)) {
-				break;
+				if (!client_busy_wait_ok(c, s->start_ms,
+							 client_now_ms()))
+					break;
+				/* the agent is there: look again later */
+				bcp_deadline_ms(&deadline, (unsigned int)
+						sender_scan_period(c));
 			}
 		}
 		ret = s->done ? s->result : -ETIMEDOUT;
@@ -2669,12 +2744,24 @@ int bcp_client_call(struct bcp_client *c, struct bcp_msg *req,
 int bcp_client_call_async(struct bcp_client *c, struct bcp_msg *req,
 			  struct bcp_call *call)
 {
+	__atomic_fetch_add(&c->stats.calls, 1, __ATOMIC_RELAXED);
+	return client_call_async(c, req, call, 0);
+}
+
+/* nowait: -EAGAIN rather than wait for a slot or a paused connection */
+static int client_call_async(struct bcp_client *c, struct bcp_msg *req,
+			     struct bcp_call *call, int nowait)
+{
 	struct bcp_wslot *s;
 	uint64_t id, epoch;
 	int ret, len;
 
-	__atomic_fetch_add(&c->stats.calls, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&c->wlock);
+	if (nowait && (c->state != BCP_CLIENT_READY ||
+		       c->free_slot == BCP_POOL_NONE)) {
+		pthread_mutex_unlock(&c->wlock);
+		return -EAGAIN;
+	}
 	s = slot_get_locked(c, NULL, &ret);
 	if (!s) {
 		pthread_mutex_unlock(&c->wlock);

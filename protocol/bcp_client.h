@@ -50,6 +50,16 @@ struct bcp_client_opts {
 	uint32_t max_batch;		/* segments per batch, <= BCP_SEGS_MAX */
 	int timeout_ms;			/* connect + handshake; and per call */
 	/*
+	 * Above timeout_ms: a call the agent leaves unanswered past
+	 * timeout_ms waits on, up to busy_timeout_ms from its start, for
+	 * as long as the agent is heard from within every timeout_ms (a
+	 * reply to anything, or to the PING the library sends while a
+	 * call is half its timeout old): a store that takes long (a
+	 * cluster that stalls, a truncate of a terabyte) is not a hung
+	 * agent.  0 or not above timeout_ms: a call fails at timeout_ms.
+	 */
+	int busy_timeout_ms;
+	/*
 	 * 0: a lost connection fails everything pending with -ENOTCONN
 	 * and the client stays broken.  Above 0: a lost connection pauses
 	 * requests (calls wait, I/O stays queued, per-call timeouts stop)

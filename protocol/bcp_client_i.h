@@ -244,6 +244,11 @@ struct bcp_client {
 	uint8_t *bbuf;			/* sender */
 	uint64_t next_scan_ms;		/* sender: next look for overdue
 					 * requests */
+	/* liveness (opts.busy_timeout_ms): */
+	uint64_t heard_ms;		/* receiver: a frame came (atomic) */
+	int ping_out;			/* a PING is in flight (atomic) */
+	struct bcp_call ping_call;	/* sender: that PING */
+	uint8_t ping_buf[256];		/* its reply */
 	struct bcp_seg *segs;		/* sender */
 	/* the submitter that holds direct_busy (qlock): */
 	uint8_t *dbuf_batch;		/* encode buffer of its batch */

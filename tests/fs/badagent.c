@@ -23,6 +23,10 @@
  *   garbage         the reply to the LOOKUP of "bad" is 64 bytes of junk
  *   unknown-id      the reply to the LOOKUP of "bad" carries a request id
  *                   the daemon never used (its slot, a generation to come)
+ *   busy            the LOOKUP of "bad" is never answered; everything
+ *                   else is, PING too (an agent at work on a slow store)
+ *   mute            from the LOOKUP of "bad" on nothing is answered (a
+ *                   hung agent whose connection stays up)
  *
  * It prints "ready" on stdout once it listens, logs each request on
  * stderr, and exits 0 when the daemon closes the session, 1 on a failure
@@ -59,6 +63,8 @@ enum ba_mode {
 	BA_XATTR_OVERSIZE,
 	BA_GARBAGE,
 	BA_UNKNOWN_ID,
+	BA_BUSY,
+	BA_MUTE,
 };
 
 static const char *const ba_mode_names[] = {
@@ -67,6 +73,8 @@ static const char *const ba_mode_names[] = {
 	[BA_XATTR_OVERSIZE] = "xattr-oversize",
 	[BA_GARBAGE] = "garbage",
 	[BA_UNKNOWN_ID] = "unknown-id",
+	[BA_BUSY] = "busy",
+	[BA_MUTE] = "mute",
 };
 
 /* The root's regular files, in directory order. */
@@ -82,6 +90,7 @@ struct ba {
 	uint8_t in[BCP_FRAME_MAX];
 	uint8_t out[BCP_FRAME_MAX];
 	uint64_t next_fh;
+	int mute;		/* mute: answers nothing any more */
 };
 
 static void ba_log(const char *fmt, ...)
@@ -235,6 +244,13 @@ static int ba_lookup(struct ba *b, const struct bcp_msg *m)
 			       (unsigned long long)r.hdr.req_id);
 			ba_entry(BA_FILE0, &r.u.entry_rep.entry);
 			return ba_send(b, &r);
+		case BA_BUSY:
+			ba_log("LOOKUP bad: never answered");
+			return 0;
+		case BA_MUTE:
+			ba_log("LOOKUP bad: mute from now on");
+			b->mute = 1;
+			return 0;
 		default:
 			return ba_status(b, m, -ENOENT);
 		}
@@ -409,6 +425,11 @@ static int ba_serve_one(struct ba *b)
 			     m.u.getxattr_req.name_len), m.name);
 	else
 		ba_log("%s", bcp_op_name(m.hdr.opcode));
+	if (b->mute) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
 	switch (m.hdr.opcode) {
 	case BCP_OP_REGISTER_REGION:
 		/* the mapping is never used: nothing here moves data */

@@ -10,6 +10,11 @@
 #   garbage         junk for a LOOKUP reply: EIO, and EIO for what follows
 #                   (the session is given up)
 #   unknown-id      a reply to a request id never used: EIO likewise
+#   busy            a LOOKUP never answered while PINGs are: it waits
+#                   past timeout (1 s here) until busy_timeout (5 s), then
+#                   EIO; the session goes on
+#   mute            nothing answered from a LOOKUP on, the connection up:
+#                   EIO at about the timeout, long before busy_timeout
 # A first mount of the well-behaved fake ("none") runs the same steps and
 # must see them succeed: the checks can tell one from the other.  In every
 # mode the daemon stays up until fusermount3 -u, then exits 0, and so does
@@ -60,6 +65,22 @@ except OSError as e:
 PY
 }
 
+# ba_timed_stat PATH: stat PATH in python; print the errno's name (or ok)
+# and the milliseconds the system call took, python's start left out
+ba_timed_stat()
+{
+	timeout 30 python3 - "$1" <<'PY' || echo "python3 failed or hung: $?"
+import errno, os, sys, time
+t0 = time.monotonic()
+try:
+    os.stat(sys.argv[1])
+    r = "ok"
+except OSError as e:
+    r = errno.errorcode.get(e.errno, str(e.errno))
+print(r, int((time.monotonic() - t0) * 1000))
+PY
+}
+
 # ba_expect WHAT OP PATH ERRNO_NAME_OR_ok
 ba_expect()
 {
@@ -74,7 +95,7 @@ ba_expect()
 # for reconnect_timeout (2 s here), then fail with EIO.
 ba_mount()
 {
-	local opts=transport=shm,reconnect_timeout=2
+	local opts=transport=shm,reconnect_timeout=2${BA_OPTS:+,$BA_OPTS}
 
 	MODE=$1
 	rm -f "$SOCK"
@@ -178,9 +199,8 @@ for MODE in garbage unknown-id; do
 	ba_expect "stat of a before" stat "$BCF_MNT/a" ok
 	# the request the junk answered fails at once, not sent again to
 	# wait for a new agent (that would take reconnect_timeout)
-	t0=$(date +%s%N)
-	ba_expect "stat of bad" stat "$BCF_MNT/bad" EIO
-	ms=$((($(date +%s%N) - t0) / 1000000))
+	read -r got ms <<< "$(ba_timed_stat "$BCF_MNT/bad")"
+	bcf_eq "$MODE: stat of bad" EIO "$got"
 	[ "$ms" -lt 1500 ] ||
 		bcf_fail "$MODE: stat of bad took $ms ms: it waited for a new agent"
 	grep -q 'LOOKUP bad: answering' "$BCF_TMP/agent.log" ||
@@ -192,3 +212,37 @@ for MODE in garbage unknown-id; do
 	ba_expect "stat of c after" stat "$BCF_MNT/c" EIO
 	ba_umount 'bad frame from agent' +
 done
+
+# ---- an agent at work on a slow store, and a hung one ------------------
+# ba_stalled MODE LINE: mount the fake in MODE, then stat bad, whose LOOKUP
+# it leaves unanswered (LINE in its log says so): EIO, after $ms ms
+ba_stalled()
+{
+	ba_mount "$1"
+	ba_expect "stat of a before" stat "$BCF_MNT/a" ok
+	read -r got ms <<< "$(ba_timed_stat "$BCF_MNT/bad")"
+	bcf_eq "$1: stat of bad" EIO "$got"
+	echo "$1: the LOOKUP never answered failed after $ms ms"
+	grep -q "LOOKUP bad: $2" "$BCF_TMP/agent.log" ||
+		bcf_hard "$1: the fake never misbehaved"
+}
+
+# timeout=1: the LOOKUP of bad is past its timeout after a second
+BA_OPTS=timeout=1,busy_timeout=6
+ba_stalled busy 'never answered'
+[ "$ms" -ge 5500 ] || bcf_fail "busy: stat of bad failed after $ms ms," \
+	"before busy_timeout (6 s), with the agent answering PINGs"
+[ "$ms" -lt 20000 ] ||
+	bcf_fail "busy: stat of bad took $ms ms: busy_timeout (6 s) did not end it"
+n=$(grep -c '^badagent: PING$' "$BCF_TMP/agent.log")
+[ "$n" -ge 2 ] || bcf_fail "busy: $n PING(s) while the LOOKUP waited"
+# the session goes on
+ba_expect "stat of a2 after" stat "$BCF_MNT/a2" ok
+ba_umount '' 0
+
+ba_stalled mute 'mute from now on'
+[ "$ms" -lt 4500 ] || bcf_fail "mute: stat of bad took $ms ms: an agent" \
+	"that answers nothing was waited for past the timeout (1 s)"
+ba_expect "stat of a2 after" stat "$BCF_MNT/a2" EIO
+ba_umount '' 0
+BA_OPTS=

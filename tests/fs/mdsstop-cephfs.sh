@@ -8,6 +8,11 @@
 # another Ceph client once the MDS is back and the agent started again.
 # A create is left waiting on the stopped MDS meanwhile, so that a host's
 # call is inside the Ceph client when the stop comes.
+#
+# First, a cluster that stalls is not a dead agent: on a mount with
+# -o timeout=1, a create waiting for the MDS and an fsync waiting for the
+# OSD, each stopped for 4 s, succeed (the agent answers the daemon's PINGs
+# meanwhile: -o busy_timeout) rather than fail with EIO after a second.
 BCF_STORE=${BCF_STORE:-cephfs}
 BCF_TRANSPORT=${BCF_TRANSPORT:-tcp}
 # the line the stop says, and the create that waited on the stopped MDS
@@ -20,12 +25,70 @@ bcf_listen_for_transport
 agent_args+=(--store-timeout 5)
 bcf_start_agent "$BCF_BACK" "$listen" "${agent_args[@]}" ||
 	bcf_fail "bluecache-agent did not become ready"
+
+mds=$(cat "$BCF_CEPH_DIR/run/mds.a.pid") || bcf_hard "no MDS pid"
+osd=$(cat "$BCF_CEPH_DIR/run/osd.0.pid") || bcf_hard "no OSD pid"
+
+# ms_stalled WHAT PID: WHAT (create or fsync, of $BCF_MNT/slow-*) while
+# PID is stopped for 4 s; prints "ok MS" or the errno's name and MS
+ms_stalled()
+{
+	local what=$1 pid=$2 out
+
+	python3 - "$what" "$BCF_MNT" "$BCF_TMP" > "$BCF_TMP/out.$what" <<'PY' &
+import errno, os, sys, time
+what, mnt, tmp = sys.argv[1:4]
+ready = tmp + "/ready." + what
+if what == "fsync":
+    data = os.urandom(1 << 20)
+    with open(tmp + "/slow-fsync.src", "wb") as f:
+        f.write(data)
+    fd = os.open(mnt + "/slow-fsync", os.O_WRONLY | os.O_CREAT, 0o644)
+    os.write(fd, data)
+open(ready, "w").close()
+time.sleep(1)
+t0 = time.monotonic()
+try:
+    if what == "fsync":
+        os.fsync(fd)
+        os.close(fd)
+    else:
+        os.close(os.open(mnt + "/slow-create", os.O_WRONLY | os.O_CREAT, 0o644))
+    r = "ok"
+except OSError as e:
+    r = errno.errorcode.get(e.errno, str(e.errno))
+print(r, int((time.monotonic() - t0) * 1000))
+PY
+	local py=$!
+	bcf_wait_for 30 test -e "$BCF_TMP/ready.$what" ||
+		bcf_fail "$what: the writer did not start"
+	kill -STOP "$pid" || bcf_hard "cannot stop $pid"
+	sleep 4
+	kill -CONT "$pid"
+	wait "$py"
+	cat "$BCF_TMP/out.$what"
+}
+
+bcf_mount -o timeout=1,reconnect_timeout=120
+for step in "fsync $osd OSD" "create $mds MDS"; do
+	set -- $step
+	read -r got ms <<< "$(ms_stalled "$1" "$2")"
+	echo "$1 with the $3 stopped for 4 s: $got after $ms ms"
+	bcf_eq "$1 with the $3 stopped (timeout=1)" ok "$got"
+	[ "$ms" -ge 2000 ] || bcf_hard "$1 did not wait for the stopped $3" \
+		"($ms ms): nothing checked"
+done
+cmp -s "$BCF_TMP/slow-fsync.src" "$BCF_MNT/slow-fsync" ||
+	bcf_fail "the file fsynced while the OSD was stopped is not whole"
+[ -f "$BCF_MNT/slow-create" ] && [ ! -s "$BCF_MNT/slow-create" ] ||
+	bcf_fail "the file created while the MDS was stopped is not there"
+bcf_umount
+
 bcf_mount -o reconnect_timeout=120
 
 head -c $((3 << 20)) /dev/urandom > "$BCF_TMP/src"
 cp "$BCF_TMP/src" "$BCF_MNT/f" || bcf_fail "cp to the mount failed"
 
-mds=$(cat "$BCF_CEPH_DIR/run/mds.a.pid") || bcf_hard "no MDS pid"
 kill -STOP "$mds" || bcf_hard "cannot stop the MDS"
 timeout 200 touch "$BCF_MNT/made-while-stopped" 2>/dev/null &
 toucher=$!
