@@ -9,7 +9,7 @@
 # A create is left waiting on the stopped MDS meanwhile, so that a host's
 # call is inside the Ceph client when the stop comes.
 #
-# First, a cluster that stalls is not a dead agent: on a mount with
+# Then, a cluster that stalls is not a dead agent: on a mount with
 # -o timeout=1, a create waiting for the MDS and an fsync waiting for the
 # OSD, each stopped for 4 s, succeed (the agent answers the daemon's PINGs
 # meanwhile: -o busy_timeout) rather than fail with EIO after a second.
@@ -33,7 +33,7 @@ osd=$(cat "$BCF_CEPH_DIR/run/osd.0.pid") || bcf_hard "no OSD pid"
 # PID is stopped for 4 s; prints "ok MS" or the errno's name and MS
 ms_stalled()
 {
-	local what=$1 pid=$2 out
+	local what=$1 pid=$2
 
 	python3 - "$what" "$BCF_MNT" "$BCF_TMP" > "$BCF_TMP/out.$what" <<'PY' &
 import errno, os, sys, time
@@ -68,21 +68,6 @@ PY
 	wait "$py"
 	cat "$BCF_TMP/out.$what"
 }
-
-bcf_mount -o timeout=1,reconnect_timeout=120
-for step in "fsync $osd OSD" "create $mds MDS"; do
-	set -- $step
-	read -r got ms <<< "$(ms_stalled "$1" "$2")"
-	echo "$1 with the $3 stopped for 4 s: $got after $ms ms"
-	bcf_eq "$1 with the $3 stopped (timeout=1)" ok "$got"
-	[ "$ms" -ge 2000 ] || bcf_hard "$1 did not wait for the stopped $3" \
-		"($ms ms): nothing checked"
-done
-cmp -s "$BCF_TMP/slow-fsync.src" "$BCF_MNT/slow-fsync" ||
-	bcf_fail "the file fsynced while the OSD was stopped is not whole"
-[ -f "$BCF_MNT/slow-create" ] && [ ! -s "$BCF_MNT/slow-create" ] ||
-	bcf_fail "the file created while the MDS was stopped is not there"
-bcf_umount
 
 bcf_mount -o reconnect_timeout=120
 
@@ -119,5 +104,20 @@ bcf_wait_for 60 cmp -s "$BCF_TMP/src" "$BCF_MNT/f" ||
 bcf_wait_for 60 cmp -s "$BCF_TMP/src" "$BCF_BACK/f" ||
 	bcf_fail "the file the mount wrote is not whole in the CephFS"
 echo "the file written before the MDS stopped is whole"
+bcf_umount
+
+bcf_mount -o timeout=1,reconnect_timeout=120
+for step in "fsync $osd OSD" "create $mds MDS"; do
+	set -- $step
+	read -r got ms <<< "$(ms_stalled "$1" "$2")"
+	echo "$1 with the $3 stopped for 4 s: $got after $ms ms"
+	bcf_eq "$1 with the $3 stopped (timeout=1)" ok "$got"
+	[ "$ms" -ge 2000 ] || bcf_hard "$1 did not wait for the stopped $3" \
+		"($ms ms): nothing checked"
+done
+cmp -s "$BCF_TMP/slow-fsync.src" "$BCF_MNT/slow-fsync" ||
+	bcf_fail "the file fsynced while the OSD was stopped is not whole"
+[ -f "$BCF_MNT/slow-create" ] && [ ! -s "$BCF_MNT/slow-create" ] ||
+	bcf_fail "the file created while the MDS was stopped is not there"
 bcf_umount
 bcf_check_logs
