@@ -1289,7 +1289,6 @@ static void *receiver_main(void *arg)
 	epoch = c->epoch;
 	pthread_mutex_unlock(&c->wlock);
 	c->rd_last_ns = client_now_ns();
-	__atomic_store_n(&c->heard_ms, client_now_ms(), __ATOMIC_RELAXED);
 	for (;;) {
 		/* with nothing buffered the next read would sleep */
 		if (c->rd.start == c->rd.end)
@@ -1314,9 +1313,6 @@ static void *receiver_main(void *arg)
 				 c->addr_str, strerror(-n));
 			break;
 		}
-		if (c->opts.busy_timeout_ms > c->opts.timeout_ms)
-			__atomic_store_n(&c->heard_ms, client_now_ms(),
-					 __ATOMIC_RELAXED);
 		if (bcp_hdr_check(f, BCP_FRAME_MAX, &h, &why) < 0) {
 			snprintf(msg, sizeof(msg),
 				 "bad frame from agent at %s: %s",
@@ -1493,10 +1489,10 @@ static uint64_t sender_scan_period(const struct bcp_client *c)
 
 /*
  * May a call that began at start (ms) and is past its timeout wait on?
- * While busy_timeout_ms from its start has not run out and the agent was
- * heard from within the timeout (a frame of any kind; the sender PINGs
- * while a call is half its timeout old): the agent is there and working
- * (a slow store), not gone.  Any lock or none.
+ * While busy_timeout_ms from its start has not run out and the agent
+ * answered a PING within the timeout (the sender PINGs while a call is
+ * half its timeout old): the agent is there and working (a slow store),
+ * not gone.  Any lock or none.
  */
 static int client_busy_wait_ok(struct bcp_client *c, uint64_t start,
 			       uint64_t now)
@@ -1517,15 +1513,17 @@ static void client_ping_done(struct bcp_call *call, int result)
 {
 	struct bcp_client *c = call->priv;
 
-	(void)result;
+	/* answered (not timed out, not lost with the connection) */
+	if (result >= 0)
+		__atomic_store_n(&c->heard_ms, client_now_ms(),
+				 __ATOMIC_RELAXED);
 	__atomic_store_n(&c->ping_out, 0, __ATOMIC_RELEASE);
 }
 
 /*
- * Send a PING unless one is out: its answer (any frame) tells the agent
- * is there while a call takes long.  Never waits for a slot: with none
- * free, the replies that free one are news of the agent too.  Sender
- * thread, no lock held.
+ * Send a PING unless one is out: its answer tells the agent is there
+ * while a call takes long.  Never waits for a slot: with none free, no
+ * PING goes out until a reply frees one.  Sender thread, no lock held.
  */
 static void client_ping(struct bcp_client *c)
 {

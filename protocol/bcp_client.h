@@ -52,9 +52,9 @@ struct bcp_client_opts {
 	/*
 	 * Above timeout_ms: a call the agent leaves unanswered past
 	 * timeout_ms waits on, up to busy_timeout_ms from its start, for
-	 * as long as the agent is heard from within every timeout_ms (a
-	 * reply to anything, or to the PING the library sends while a
-	 * call is half its timeout old): a store that takes long (a
+	 * as long as the agent answers, within every timeout_ms, the
+	 * PING the library sends while a call is half its timeout old
+	 * (one at a time, each scan): a store that takes long (a
 	 * cluster that stalls, a truncate of a terabyte) is not a hung
 	 * agent.  0 or not above timeout_ms: a call fails at timeout_ms.
 	 */
