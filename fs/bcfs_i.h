@@ -532,6 +532,7 @@ void bcfs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 /* ops_rw.c */
 int bcfs_rw_init(void);
 void bcfs_release_fh(uint64_t handle, uint64_t fh);
+void bcfs_releases_wait(void);
 void bcfs_rw_fini(void);
 void bcfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void bcfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,

@@ -517,6 +517,7 @@ void bcfs_op_statfs(fuse_req_t req, fuse_ino_t ino)
 	struct statvfs sv;
 	int ret;
 
+	bcfs_releases_wait();
 	bcfs_msg(&m, BCP_OP_STATFS);
 	m.u.handle_req.handle = bcfs_handle(ino);
 	ret = bcfs_call(&m, &r);

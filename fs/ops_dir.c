@@ -200,6 +200,8 @@ static void bcfs_remove(fuse_req_t req, uint16_t op, fuse_ino_t parent,
 		bcfs_reply_status(req, len);
 		return;
 	}
+	/* after the RELEASEs already taken: the space is free at once */
+	bcfs_releases_wait();
 	bcfs_msg(&m, op);
 	m.u.named_req.parent = bcfs_handle(parent);
 	m.u.named_req.name_len = len;
@@ -245,6 +247,9 @@ void bcfs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	q->newname_len = newlen;
 	m.name = name;
 	m.name2 = newname;
+	/* a file renamed over is freed at once (bcfs_releases_wait()) */
+	if (!(flags & (BCP_RENAME_NOREPLACE | BCP_RENAME_EXCHANGE)))
+		bcfs_releases_wait();
 	/* the old name may stay known: that only costs a lookup */
 	bcfs_dirs_add(q->newparent, newname, (size_t)newlen);
 	if (flags & BCP_RENAME_EXCHANGE)

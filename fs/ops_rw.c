@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 
 #include "bcfs_i.h"
 
@@ -551,11 +552,60 @@ void bcfs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	bcfs_acall_send(a, req, &m, bcfs_answer_create);
 }
 
+/*
+ * The kernel sends RELEASE asynchronously, but before the close(2) that
+ * caused it returns: a program that closes a file and then removes it
+ * expects its space free at once, as on a local file system.  Two FUSE
+ * threads take the two requests, though, and the UNLINK's may reach the
+ * agent first: the agent then removes a file still open, whose blocks
+ * stay taken until the RELEASE comes a moment later (statfs right after
+ * the rm said the store was full).  So a name change or a statfs waits
+ * out the release handlers already running (they only post; a bounded
+ * wait even when one drains a write-behind run).  A RELEASE the kernel
+ * queued later makes them wait too, briefly; none is lost.
+ */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	unsigned int n;			/* release handlers running */
+} bcfs_rel = {
+	PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0
+};
+
+#define BCFS_REL_WAIT_MS	2000
+
+void bcfs_releases_wait(void)
+{
+	struct timespec until;
+
+	if (!__atomic_load_n(&bcfs_rel.n, __ATOMIC_ACQUIRE))
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_sec += BCFS_REL_WAIT_MS / 1000;
+	pthread_mutex_lock(&bcfs_rel.lock);
+	while (bcfs_rel.n &&
+	       pthread_cond_clockwait(&bcfs_rel.cond, &bcfs_rel.lock,
+				      CLOCK_MONOTONIC, &until) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&bcfs_rel.lock);
+}
+
+static void bcfs_releasing(int delta)
+{
+	pthread_mutex_lock(&bcfs_rel.lock);
+	__atomic_add_fetch(&bcfs_rel.n, (unsigned int)delta, __ATOMIC_RELEASE);
+	if (!bcfs_rel.n)
+		pthread_cond_broadcast(&bcfs_rel.cond);
+	pthread_mutex_unlock(&bcfs_rel.lock);
+}
+
 void bcfs_op_release(fuse_req_t req, fuse_ino_t ino,
 		     struct fuse_file_info *fi)
 {
 	uint64_t handle = bcfs_handle(ino);
 	struct bcp_msg m;
+
+	bcfs_releasing(1);
 
 	/*
 	 * Release is asynchronous for the application already; the agent's
@@ -572,6 +622,7 @@ void bcfs_op_release(fuse_req_t req, fuse_ino_t ino,
 		bcfs_call_reply(NULL, &m, BCFS_REPLY_OPEN_ATTR, handle, NULL);
 	}
 	bcfs_release_fh(handle, fi->fh);
+	bcfs_releasing(-1);
 	fuse_reply_err(req, 0);
 }
 
