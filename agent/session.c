@@ -368,6 +368,42 @@ static uint32_t session_notify_room(const struct agent_session *s)
 	return room > keep ? room - keep : 0;
 }
 
+/*
+ * NOTIFY BUSY (BCP_FEAT_BUSY), at most every SESS_BUSY_NS while store
+ * calls or batches of s are out.  The host waits past its timeout for an
+ * agent that answers its PING; but a session with every job it may have
+ * out reads no more frames, so the PING would wait behind those calls
+ * unanswered and a slow store (an OSD or the MDS stalled) would give the
+ * host's application EIO.  Worker thread, from its pass (at least every
+ * 200 ms): with a host's timeout of a second at the least, a frame every
+ * quarter second keeps the last one well within it (a few small frames a
+ * second, and only while calls are out).
+ */
+#define SESS_BUSY_NS	250000000ull
+
+void agent_session_busy(struct agent_session *s, uint64_t now)
+{
+	struct bcp_msg m;
+	int len;
+
+	if (!(s->features & BCP_FEAT_BUSY) || s->state != SESS_READY ||
+	    s->peer_gone || (!s->jobs_live && !s->batches_live) ||
+	    now - s->busy_ns < SESS_BUSY_NS)
+		return;
+	if (s->wpos && s->wpos == s->wlen)
+		s->wpos = s->wlen = 0;
+	/* no room: the host is not reading either; the next pass tries */
+	if (session_notify_room(s) < SESS_NOTIFY_FRAME_MAX)
+		return;
+	bcp_msg_init(&m, BCP_OP_NOTIFY, 0);
+	m.u.notify_req.kind = BCP_NOTIFY_BUSY;
+	len = bcp_encode(s->wbuf + s->wlen, SESS_WCAP - s->wlen, &m);
+	if (len < 0)
+		return;
+	s->wlen += (uint32_t)len;
+	s->busy_ns = now;
+}
+
 void agent_session_notify(struct agent_session *s)
 {
 	struct agent_notify_ev ev[SESS_NOTIFY_BATCH];
@@ -584,7 +620,8 @@ void agent_session_hello(struct agent_session *s, const struct bcp_msg *m)
 	uint64_t offered = BCP_FEAT_TCP_DATA | BCP_FEAT_READDIRPLUS |
 			   BCP_FEAT_COPY_RANGE | BCP_FEAT_SETATTR_CTIME |
 			   BCP_FEAT_RESUME | BCP_FEAT_NOTIFY |
-			   BCP_FEAT_CREATED | BCP_FEAT_BATCH_INLINE;
+			   BCP_FEAT_CREATED | BCP_FEAT_BATCH_INLINE |
+			   BCP_FEAT_BUSY;
 	struct sockaddr_storage local;
 	socklen_t llen = sizeof(local);
 	uint8_t raddr[16] = { 0 };

@@ -314,6 +314,7 @@ static void worker_pass(struct agent_worker *w)
 			agent_session_parse(s);
 		if (s->ns && agent_notify_pending(s->ns))
 			agent_session_notify(s);
+		agent_session_busy(s, now);
 		if (!s->peer_gone)
 			agent_session_flush(s);
 		if (s->state == SESS_CLOSING && !s->batches_live &&

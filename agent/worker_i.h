@@ -231,6 +231,7 @@ struct agent_session {
 	unsigned int batches_live;
 	struct agent_batch *batches;	/* the pool's memory */
 	unsigned int jobs_live;		/* blocking-pool jobs not done */
+	uint64_t busy_ns;		/* the last NOTIFY BUSY went then */
 	unsigned int jobs_max;		/* SESS_JOBS_MAX or _BLOCKING */
 	uint32_t jobs_rsv;		/* output room their replies hold */
 	uint32_t inl_rsv;		/* ... and inline pulls' bytes */
@@ -341,6 +342,7 @@ int agent_session_kick(struct agent_session *s);
  * beside the room kept for replies.  The worker's pass, before flushing.
  */
 void agent_session_notify(struct agent_session *s);
+void agent_session_busy(struct agent_session *s, uint64_t now);
 
 /* batch.c */
 int agent_batch_slots_init(struct agent_worker *w);

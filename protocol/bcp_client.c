@@ -8,7 +8,8 @@
  *   receiver  reads every frame of the control connection and hands each
  *             reply to its waiter slot (a blocked bcp_client_call(), or an
  *             in-flight batch whose I/Os it completes with done()),
- *             and hands each NOTIFY to opts.notify (recv_notify).  It
+ *             and hands each NOTIFY to opts.notify (recv_notify; a
+ *             NOTIFY BUSY counts as a PING's answer instead).  It
  *             never sends: an agent that stops reading while its replies
  *             wait would deadlock with it.  What it has to say (FORGET,
  *             RELEASE) it queues for the sender.
@@ -1140,6 +1141,20 @@ static int recv_notify(struct bcp_client *c, const uint8_t *f, size_t n,
 			 c->addr_str, bcp_err_str(why));
 		return -EPROTO;
 	}
+	if (m.u.notify_req.kind == BCP_NOTIFY_BUSY ?
+	    !(c->hello.features & BCP_FEAT_BUSY) :
+	    !(c->hello.features & BCP_FEAT_NOTIFY)) {
+		snprintf(msg, msglen,
+			 "bad frame from agent at %s: a NOTIFY of kind %u, "
+			 "not agreed on", c->addr_str, m.u.notify_req.kind);
+		return -EPROTO;
+	}
+	if (m.u.notify_req.kind == BCP_NOTIFY_BUSY) {
+		/* at work on our requests: as good as a PING's answer */
+		__atomic_store_n(&c->heard_ms, client_now_ms(),
+				 __ATOMIC_RELAXED);
+		return 0;
+	}
 	if (m.name) {
 		memcpy(name, m.name, m.u.notify_req.name_len);
 		name[m.u.notify_req.name_len] = '\0';
@@ -1175,7 +1190,7 @@ static int recv_dispatch(struct bcp_client *c, const struct bcp_hdr *h,
 
 	if (!(h->flags & BCP_HF_REPLY)) {
 		if (h->opcode == BCP_OP_NOTIFY &&
-		    (c->hello.features & BCP_FEAT_NOTIFY))
+		    (c->hello.features & (BCP_FEAT_NOTIFY | BCP_FEAT_BUSY)))
 			return recv_notify(c, f, n, msg, msglen);
 		snprintf(msg, msglen,
 			 "bad frame from agent at %s: a %s request on the control connection",
@@ -1490,9 +1505,9 @@ static uint64_t sender_scan_period(const struct bcp_client *c)
 /*
  * May a call that began at start (ms) and is past its timeout wait on?
  * While busy_timeout_ms from its start has not run out and the agent
- * answered a PING within the timeout (the sender PINGs while a call is
- * half its timeout old): the agent is there and working (a slow store),
- * not gone.  Any lock or none.
+ * answered a PING (the sender PINGs while a call is half its timeout old)
+ * or sent a NOTIFY BUSY within the timeout: the agent is there and
+ * working (a slow store), not gone.  Any lock or none.
  */
 static int client_busy_wait_ok(struct bcp_client *c, uint64_t start,
 			       uint64_t now)
@@ -1998,6 +2013,8 @@ static int client_want(struct bcp_client *c, uint64_t *want, char *err,
 		*want |= BCP_FEAT_RESUME;
 	if (c->opts.notify)
 		*want |= BCP_FEAT_NOTIFY;
+	if (c->opts.busy_timeout_ms > c->opts.timeout_ms)
+		*want |= BCP_FEAT_BUSY;
 	switch (c->opts.transport) {
 	case BCP_XFER_AUTO:
 		*want |= BCP_FEAT_TCP_DATA | (is_unix ? BCP_FEAT_SHM : 0);
@@ -2626,11 +2643,15 @@ const struct bcp_hello_rep *bcp_client_hello(const struct bcp_client *c)
 /*
  * A call from the resume callback: straight on the new connection, which
  * no other thread reads or writes yet.  Its req_ids have generation 0,
- * which no slot's has.
+ * which no slot's has.  A NOTIFY may come before the reply: what it says
+ * is covered by the RESET that follows the resume, and a BUSY (the agent
+ * at work on this call, a slow store) lets the call wait past the
+ * timeout, up to busy_timeout from its start, as other calls do.
  */
 static int client_call_resume(struct bcp_client *c, struct bcp_msg *req,
 			      struct bcp_msg *rep, void *rbuf, size_t rcap)
 {
+	uint64_t start = client_now_ms(), now;
 	enum bcp_err why = BCP_E_OK;
 	int n, ret;
 
@@ -2644,16 +2665,32 @@ static int client_call_resume(struct bcp_client *c, struct bcp_msg *req,
 		return n;
 	if (ret < 0)
 		return -ENOTCONN;
-	n = bcp_frame_recv(c->ctl, rbuf, rcap, NULL, c->opts.timeout_ms,
-			   &why);
-	if (n == -EMSGSIZE)
-		return -EMSGSIZE;
-	if (n <= 0)
-		return n == -ETIMEDOUT ? n : -ENOTCONN;
-	if (bcp_decode(rbuf, (size_t)n, rep, &why) < 0 ||
-	    !(rep->hdr.flags & BCP_HF_REPLY) ||
+	for (;;) {
+		n = bcp_frame_recv(c->ctl, rbuf, rcap, NULL,
+				   c->opts.timeout_ms, &why);
+		if (n == -EMSGSIZE)
+			return -EMSGSIZE;
+		if (n <= 0)
+			return n == -ETIMEDOUT ? n : -ENOTCONN;
+		if (bcp_decode(rbuf, (size_t)n, rep, &why) < 0)
+			goto bad;
+		if ((rep->hdr.flags & BCP_HF_REPLY) ||
+		    rep->hdr.opcode != BCP_OP_NOTIFY)
+			break;
+		now = client_now_ms();
+		if (rep->u.notify_req.kind == BCP_NOTIFY_BUSY &&
+		    (c->hello.features & BCP_FEAT_BUSY))
+			__atomic_store_n(&c->heard_ms, now, __ATOMIC_RELAXED);
+		/* past the timeout only while the agent says it is busy */
+		if (c->opts.timeout_ms > 0 &&
+		    now - start >= (uint64_t)c->opts.timeout_ms &&
+		    !client_busy_wait_ok(c, start, now))
+			return -ETIMEDOUT;
+	}
+	if (!(rep->hdr.flags & BCP_HF_REPLY) ||
 	    rep->hdr.opcode != req->hdr.opcode ||
 	    rep->hdr.req_id != req->hdr.req_id) {
+bad:
 		bcp_client_logf(LOG_WARNING,
 				"bad reply from agent at %s to %s while resuming",
 				c->addr_str, bcp_op_name(req->hdr.opcode));

@@ -742,7 +742,7 @@ static int body_rules(const struct bcp_msg *m, bool reply,
 		int named = n->kind == BCP_NOTIFY_ENTRY ||
 			    n->kind == BCP_NOTIFY_DELETE;
 
-		if (n->kind < BCP_NOTIFY_INODE || n->kind > BCP_NOTIFY_RESET ||
+		if (n->kind < BCP_NOTIFY_INODE || n->kind > BCP_NOTIFY_BUSY ||
 		    (!named && n->name_len) || (named && !n->name_len) ||
 		    (n->kind == BCP_NOTIFY_INODE && n->offset < -1) ||
 		    n->length < 0 || m->hdr.req_id != 0)

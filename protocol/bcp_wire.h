@@ -44,6 +44,10 @@
  *      (BCP_BATCH_INLINE): a push's bytes follow its segments, a pull's
  *      reply may bring its bytes after the statuses (batch_rep's pad0
  *      becomes data_len, zero everywhere else).
+ *   3 + BCP_FEAT_BUSY: the agent sends NOTIFY BUSY about once a second
+ *      while it works on requests of this session, so that the host waits
+ *      for a slow store past its timeout even when the agent cannot read
+ *      (and answer) a PING behind those requests.
  */
 #ifndef BCP_WIRE_H
 #define BCP_WIRE_H
@@ -99,7 +103,8 @@
 #define BCP_FEAT_NOTIFY		(1ull << 7) /* the agent sends NOTIFY */
 #define BCP_FEAT_CREATED	(1ull << 8) /* BCP_OPEN_CREATED */
 #define BCP_FEAT_BATCH_INLINE	(1ull << 9) /* BCP_BATCH_INLINE */
-#define BCP_FEAT_ALL		((1ull << 10) - 1)
+#define BCP_FEAT_BUSY		(1ull << 10) /* NOTIFY BUSY */
+#define BCP_FEAT_ALL		((1ull << 11) - 1)
 
 enum bcp_opcode {
 	BCP_OP_HELLO = 1,
@@ -387,6 +392,11 @@ enum bcp_region_kind {
  *   DELETE  the name in directory handle that named child is gone.
  *   RESET   notifications were lost (the session's queue overflowed):
  *           drop everything cached.  handle, child, offset, length 0.
+ *   BUSY    (BCP_FEAT_BUSY, which alone lets the agent send this kind)
+ *           the agent is at work on requests of this session, some of
+ *           them perhaps not read yet: the host's timeout for them runs
+ *           from this frame on (up to its own bound).  handle, child,
+ *           offset, length 0.
  * tail: name[name_len] (ENTRY and DELETE; 0 otherwise).
  */
 #define BCP_NOTIFY_REQ_FIELDS(X) \
@@ -397,6 +407,7 @@ enum bcp_notify_kind {
 	BCP_NOTIFY_ENTRY = 2,
 	BCP_NOTIFY_DELETE = 3,
 	BCP_NOTIFY_RESET = 4,
+	BCP_NOTIFY_BUSY = 5,
 };
 /* shm: the memfd rides with BCP_HF_FD; rdma: addr + rkey; tcp: neither */
 #define BCP_REGION_REQ_FIELDS(X) \

@@ -221,7 +221,8 @@ static int rs_connect(struct rs *s, int tcp, int timeout_ms)
 	m.u.hello_req.ver_min = BCP_VERSION_MIN;
 	m.u.hello_req.ver_max = BCP_VERSION_MAX;
 	/* NOTIFY frames would come between the replies read here */
-	m.u.hello_req.features = BCP_FEAT_ALL & ~BCP_FEAT_NOTIFY;
+	m.u.hello_req.features = BCP_FEAT_ALL &
+				 ~(BCP_FEAT_NOTIFY | BCP_FEAT_BUSY);
 	memcpy(m.u.hello_req.nonce, nc, sizeof(nc));
 	ret = a_call(s->fd, &m, &rep, timeout_ms);
 	if (ret < 0)

@@ -322,7 +322,8 @@ static void raw_inline(struct t_agent *a)
 	/* not negotiated: refused */
 	fd = t_raw_connect(a, 0);
 	T_EQ(t_raw_handshake_features(fd, a->secret, none,
-				      BCP_FEAT_ALL & ~BCP_FEAT_BATCH_INLINE,
+				      BCP_FEAT_ALL &
+				      ~(BCP_FEAT_BATCH_INLINE | BCP_FEAT_BUSY),
 				      &root, NULL), 0);
 	segs[0] = (struct bcp_seg){ fh, 0, 10, 7, 0 };
 	T_EQ(inline_pull(fd, 23, segs, 1, &rep, buf), -EINVAL);

@@ -16,7 +16,8 @@
  *   - a store call that really blocks (an OPEN for writing of a file on
  *     which the test holds a read lease: the kernel makes the open wait
  *     until the lease is given up) does not delay another session's PING
- *     nor its LOOKUP, and is answered once the lease goes;
+ *     nor its LOOKUP, and is answered once the lease goes; meanwhile its
+ *     session gets a NOTIFY BUSY every 250-450 ms and nothing else;
  *   - the reply cache still answers replays (MKDIR, UNLINK);
  *   - replies the pool threads send themselves stay whole frames when
  *     the host reads late: 4 KB GETXATTR replies and small GETATTR ones
@@ -493,7 +494,7 @@ static void tb_blocked_open(void)
 	struct pollfd p;
 	char path[400];
 	uint64_t t, h;
-	int lfd, ret;
+	int lfd, ret, busy;
 
 	snprintf(path, sizeof(path), "%s/leased", tb_root);
 	lfd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
@@ -534,15 +535,38 @@ static void tb_blocked_open(void)
 	fprintf(stderr, "PING and LOOKUP beside a blocked OPEN: %llu us\n",
 		(unsigned long long)((agent_now_ns() - t) / 1000));
 
-	/* still blocked: its reply has not come */
-	p.fd = a.fd;
-	p.events = POLLIN;
-	T_EQ(poll(&p, 1, 0), 0);
+	/*
+	 * still blocked: its reply has not come; what comes instead is a
+	 * NOTIFY BUSY (BCP_FEAT_BUSY) every quarter second or so, so that
+	 * a host waits for the slow store past its timeout
+	 */
+	busy = 0;
+	t = agent_now_ns();
+	while (agent_now_ns() - t < 1200 * 1000000ull) {
+		p.fd = a.fd;
+		p.events = POLLIN;
+		if (poll(&p, 1, 100) <= 0)
+			continue;
+		T_EQ(t_raw_recv(a.fd, &orep, a.buf, sizeof(a.buf), 1000), 0);
+		T_EQ(orep.hdr.opcode, BCP_OP_NOTIFY);
+		T_EQ(orep.u.notify_req.kind, BCP_NOTIFY_BUSY);
+		busy++;
+	}
+	fprintf(stderr, "NOTIFY BUSY frames in 1.2 s of a blocked OPEN: %d\n",
+		busy);
+	/* one each 250 ms at most, seen at the worker's 200 ms ticks */
+	if (busy < 2 || busy > 6)
+		t_fail("%d NOTIFY BUSY in 1.2 s of a blocked OPEN, not one "
+		       "each 250-450 ms", busy);
 
 	if (fcntl(lfd, F_SETLEASE, F_UNLCK) < 0)
 		t_hard("F_UNLCK: %s", strerror(errno));
-	if (t_raw_recv(a.fd, &orep, a.buf, sizeof(a.buf), 10000) < 0)
-		t_fail("the OPEN was not answered once the lease was gone");
+	do {
+		if (t_raw_recv(a.fd, &orep, a.buf, sizeof(a.buf),
+			       10000) < 0)
+			t_fail("the OPEN was not answered once the lease "
+			       "was gone");
+	} while (orep.hdr.opcode == BCP_OP_NOTIFY);
 	T_EQ(orep.hdr.req_id, 77);
 	T_EQ(orep.hdr.status, 0);
 	bcp_msg_init(&m, BCP_OP_RELEASE, 0);

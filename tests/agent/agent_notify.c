@@ -129,7 +129,8 @@ static void sess_open(struct sess *s, const char *tag, int notify)
 {
 	static const uint8_t none[BCP_CLIENT_ID_LEN];
 	struct bcp_hello_rep h;
-	uint64_t want = BCP_FEAT_ALL & ~(notify ? 0 : BCP_FEAT_NOTIFY);
+	uint64_t want = BCP_FEAT_ALL & ~BCP_FEAT_BUSY &
+			~(notify ? 0 : BCP_FEAT_NOTIFY);
 
 	memset(s, 0, sizeof(*s));
 	s->tag = tag;

@@ -489,7 +489,7 @@ static void fz_handshake(struct fz_conn *c, int agent_fd, int noauth,
 	bcp_msg_init(&m, BCP_OP_HELLO, 1);
 	m.u.hello_req.ver_min = BCP_VERSION_MIN;
 	m.u.hello_req.ver_max = BCP_VERSION_MAX;
-	m.u.hello_req.features = BCP_FEAT_ALL & ~BCP_FEAT_RDMA;
+	m.u.hello_req.features = BCP_FEAT_ALL & ~(BCP_FEAT_RDMA | BCP_FEAT_BUSY);
 	memcpy(m.u.hello_req.nonce, nc, sizeof(nc));
 	n = bcp_encode(buf, sizeof(buf), &m);
 	if (n < 0)

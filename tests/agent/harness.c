@@ -639,7 +639,8 @@ int t_raw_handshake_client(int fd, const char *secret,
 			   const uint8_t client[BCP_CLIENT_ID_LEN],
 			   uint64_t *root, struct bcp_hello_rep *hello)
 {
-	return t_raw_handshake_features(fd, secret, client, BCP_FEAT_ALL,
+	return t_raw_handshake_features(fd, secret, client,
+					BCP_FEAT_ALL & ~BCP_FEAT_BUSY,
 					root, hello);
 }
 

@@ -7,7 +7,7 @@
  *   badagent SOCKET MODE [SECRET_FILE]
  *
  * It plays the agent's side of HELLO (offering BCP_FEAT_SHM and
- * BCP_FEAT_READDIRPLUS) and AUTH (the secret of SECRET_FILE, or the empty
+ * BCP_FEAT_READDIRPLUS; BCP_FEAT_BUSY too in mode busy-notify) and AUTH (the secret of SECRET_FILE, or the empty
  * one), accepts the shm REGISTER_REGION, and serves a root directory
  * holding the regular files "a", "b", "a2" and "c" (LOOKUP, GETATTR,
  * OPENDIR, READDIR in both forms, GETXATTR, LISTXATTR, STATFS).  "user.x"
@@ -27,6 +27,12 @@
  *                   else is, PING too (an agent at work on a slow store)
  *   mute            from the LOOKUP of "bad" on nothing is answered (a
  *                   hung agent whose connection stays up)
+ *   busy-notify     the LOOKUP of "bad" is never answered, and for 8 s
+ *                   after it nothing is read (PINGs wait unread), but a
+ *                   NOTIFY BUSY goes out every 500 ms, when the daemon
+ *                   asked for BCP_FEAT_BUSY (an agent whose session has
+ *                   every store call it may have out on a slow store);
+ *                   then it serves again
  *
  * It prints "ready" on stdout once it listens, logs each request on
  * stderr, and exits 0 when the daemon closes the session, 1 on a failure
@@ -65,6 +71,7 @@ enum ba_mode {
 	BA_UNKNOWN_ID,
 	BA_BUSY,
 	BA_MUTE,
+	BA_BUSY_NOTIFY,
 };
 
 static const char *const ba_mode_names[] = {
@@ -75,6 +82,7 @@ static const char *const ba_mode_names[] = {
 	[BA_UNKNOWN_ID] = "unknown-id",
 	[BA_BUSY] = "busy",
 	[BA_MUTE] = "mute",
+	[BA_BUSY_NOTIFY] = "busy-notify",
 };
 
 /* The root's regular files, in directory order. */
@@ -91,6 +99,7 @@ struct ba {
 	uint8_t out[BCP_FRAME_MAX];
 	uint64_t next_fh;
 	int mute;		/* mute: answers nothing any more */
+	uint64_t features;	/* as agreed in HELLO */
 };
 
 static void ba_log(const char *fmt, ...)
@@ -125,6 +134,33 @@ static int ba_status(struct ba *b, const struct bcp_msg *req, int32_t status)
 
 	bcp_msg_init_reply(&r, req, status);
 	return ba_send(b, &r);
+}
+
+/*
+ * busy-notify: at work on the LOOKUP of "bad" for 8 s, reading nothing
+ * meanwhile, and saying so every 500 ms when the daemon takes NOTIFY BUSY.
+ */
+static int ba_busy_notify(struct ba *b)
+{
+	const struct timespec half = { 0, 500 * 1000 * 1000 };
+	struct bcp_msg n;
+	int i, ret;
+
+	ba_log("LOOKUP bad: never answered, busy for 8 s%s",
+	       b->features & BCP_FEAT_BUSY ? ", saying so" :
+	       " (BCP_FEAT_BUSY not agreed: saying nothing)");
+	for (i = 0; i < 16; i++) {
+		if (b->features & BCP_FEAT_BUSY) {
+			bcp_msg_init(&n, BCP_OP_NOTIFY, 0);
+			n.u.notify_req.kind = BCP_NOTIFY_BUSY;
+			ret = ba_send(b, &n);
+			if (ret < 0)
+				return ret;
+		}
+		nanosleep(&half, NULL);
+	}
+	ba_log("serving again");
+	return 0;
 }
 
 /* Index into ba_names of a handle, or -1 (the root and unknown ones). */
@@ -181,7 +217,9 @@ static int ba_hello(struct ba *b)
 	r.u.hello_rep.version = BCP_VERSION_MAX;
 	r.u.hello_rep.max_segs = 64;
 	r.u.hello_rep.features = m.u.hello_req.features &
-				 (BCP_FEAT_SHM | BCP_FEAT_READDIRPLUS);
+				 (BCP_FEAT_SHM | BCP_FEAT_READDIRPLUS |
+				  (b->mode == BA_BUSY_NOTIFY ? BCP_FEAT_BUSY : 0));
+	b->features = r.u.hello_rep.features;
 	r.u.hello_rep.max_frame = BCP_FRAME_MAX;
 	r.u.hello_rep.max_inflight = 16;
 	r.u.hello_rep.slot_size = 1 << 20;
@@ -251,6 +289,8 @@ static int ba_lookup(struct ba *b, const struct bcp_msg *m)
 			ba_log("LOOKUP bad: mute from now on");
 			b->mute = 1;
 			return 0;
+		case BA_BUSY_NOTIFY:
+			return ba_busy_notify(b);
 		default:
 			return ba_status(b, m, -ENOENT);
 		}

@@ -15,6 +15,8 @@
 #                   EIO; the session goes on
 #   mute            nothing answered from a LOOKUP on, the connection up:
 #                   EIO at about the timeout, long before busy_timeout
+#   busy-notify     a LOOKUP never answered, nothing read for 8 s (the
+#                   PINGs wait), but NOTIFY BUSY every 500 ms: as busy
 # A first mount of the well-behaved fake ("none") runs the same steps and
 # must see them succeed: the checks can tell one from the other.  In every
 # mode the daemon stays up until fusermount3 -u, then exits 0, and so does
@@ -244,5 +246,19 @@ ba_stalled mute 'mute from now on'
 [ "$ms" -lt 4500 ] || bcf_fail "mute: stat of bad took $ms ms: an agent" \
 	"that answers nothing was waited for past the timeout (1 s)"
 ba_expect "stat of a2 after" stat "$BCF_MNT/a2" EIO
+ba_umount '' 0
+
+# an agent that reads nothing for 8 s (a PING waits unread) but says it
+# is at work: waited for as the busy one is
+ba_stalled busy-notify 'never answered, busy for 8 s'
+grep -q 'LOOKUP bad: never answered, busy for 8 s, saying so' \
+	"$BCF_TMP/agent.log" ||
+	bcf_fail "busy-notify: the daemon did not ask for BCP_FEAT_BUSY"
+[ "$ms" -ge 5500 ] || bcf_fail "busy-notify: stat of bad failed after" \
+	"$ms ms, before busy_timeout (6 s), with the agent saying it is busy"
+[ "$ms" -lt 20000 ] || bcf_fail "busy-notify: stat of bad took $ms ms:" \
+	"busy_timeout (6 s) did not end it"
+# read again 2 s later: past the timeout, but the agent said it is busy
+ba_expect "stat of a2 after" stat "$BCF_MNT/a2" ok
 ba_umount '' 0
 BA_OPTS=

@@ -12,11 +12,15 @@
 # Then, a cluster that stalls is not a dead agent: on a mount with
 # -o timeout=1, a create waiting for the MDS and an fsync waiting for the
 # OSD, each stopped for 4 s, succeed (the agent answers the daemon's PINGs
-# meanwhile: -o busy_timeout) rather than fail with EIO after a second.
+# meanwhile: -o busy_timeout) rather than fail with EIO after a second;
+# so do 40 creates at once, more than the agent's session may have out
+# (the PING then waits unread behind them, and the agent's NOTIFY BUSY
+# tells the daemon it is at work).
 BCF_STORE=${BCF_STORE:-cephfs}
 BCF_TRANSPORT=${BCF_TRANSPORT:-tcp}
-# the line the stop says, and the create that waited on the stopped MDS
-BCF_LOG_ALLOW=${BCF_LOG_ALLOW:-'did not finish stopping within|made-while-stopped'}
+# the line the stop says, the create that waited on the stopped MDS, and
+# the agent's listing of the directories the host holds while it stalls
+BCF_LOG_ALLOW=${BCF_LOG_ALLOW:-'did not finish stopping within|made-while-stopped|sweep: listing of inode'}
 . "$(dirname "$0")/lib.sh"
 [ "$BCF_STORE" = cephfs ] || bcf_hard "mdsstop runs on a cephfs store"
 bcf_init
@@ -29,16 +33,28 @@ bcf_start_agent "$BCF_BACK" "$listen" "${agent_args[@]}" ||
 mds=$(cat "$BCF_CEPH_DIR/run/mds.a.pid") || bcf_hard "no MDS pid"
 osd=$(cat "$BCF_CEPH_DIR/run/osd.0.pid") || bcf_hard "no OSD pid"
 
-# ms_stalled WHAT PID: WHAT (create or fsync, of $BCF_MNT/slow-*) while
+# ms_stalled WHAT PID: WHAT (create or fsync, of $BCF_MNT/slow-*; creates:
+# 40 at once in directories of their own, more than the agent's session
+# has store calls out) while
 # PID is stopped for 4 s; prints "ok MS" or the errno's name and MS
 ms_stalled()
 {
 	local what=$1 pid=$2
 
 	python3 - "$what" "$BCF_MNT" "$BCF_TMP" > "$BCF_TMP/out.$what" <<'PY' &
-import errno, os, sys, time
+import errno, os, sys, threading, time
 what, mnt, tmp = sys.argv[1:4]
+errs = []
+def create(name):
+    try:
+        os.close(os.open(mnt + "/" + name, os.O_WRONLY | os.O_CREAT, 0o644))
+    except OSError as e:
+        errs.append(e.errno)
 ready = tmp + "/ready." + what
+if what == "creates":
+    # a directory each: the kernel makes one name at a time in a directory
+    for i in range(40):
+        os.mkdir(mnt + "/slow-d%d" % i)
 if what == "fsync":
     data = os.urandom(1 << 20)
     with open(tmp + "/slow-fsync.src", "wb") as f:
@@ -52,8 +68,17 @@ try:
     if what == "fsync":
         os.fsync(fd)
         os.close(fd)
+    elif what == "create":
+        create("slow-create")
     else:
-        os.close(os.open(mnt + "/slow-create", os.O_WRONLY | os.O_CREAT, 0o644))
+        ts = [threading.Thread(target=create, args=("slow-d%d/f" % i,))
+              for i in range(40)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+    if errs:
+        raise OSError(errs[0], "%d of the creates failed" % len(errs))
     r = "ok"
 except OSError as e:
     r = errno.errorcode.get(e.errno, str(e.errno))
@@ -107,7 +132,7 @@ echo "the file written before the MDS stopped is whole"
 bcf_umount
 
 bcf_mount -o timeout=1,reconnect_timeout=120
-for step in "fsync $osd OSD" "create $mds MDS"; do
+for step in "fsync $osd OSD" "create $mds MDS" "creates $mds MDS"; do
 	set -- $step
 	read -r got ms <<< "$(ms_stalled "$1" "$2")"
 	echo "$1 with the $3 stopped for 4 s: $got after $ms ms"
@@ -119,5 +144,8 @@ cmp -s "$BCF_TMP/slow-fsync.src" "$BCF_MNT/slow-fsync" ||
 	bcf_fail "the file fsynced while the OSD was stopped is not whole"
 [ -f "$BCF_MNT/slow-create" ] && [ ! -s "$BCF_MNT/slow-create" ] ||
 	bcf_fail "the file created while the MDS was stopped is not there"
+n=$(find "$BCF_MNT" -mindepth 2 -maxdepth 2 -path '*/slow-d*/f' -type f |
+	wc -l)
+bcf_eq "files of the 40 creates while the MDS was stopped" 40 "$n"
 bcf_umount
 bcf_check_logs

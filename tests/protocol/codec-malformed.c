@@ -617,8 +617,10 @@ static void rebind_cases(void)
 	m.u.notify_req.offset = -1;
 	build(&m);
 	EXPECT("notify inode", BCP_E_OK, 0);
-	p32(WOFF(notify_req, kind), 5);
-	EXPECT("notify kind 5", BCP_E_BAD_FIELD, -EINVAL);
+	p32(WOFF(notify_req, kind), BCP_NOTIFY_BUSY);
+	EXPECT("notify busy", BCP_E_OK, 0);
+	p32(WOFF(notify_req, kind), 6);
+	EXPECT("notify kind 6", BCP_E_BAD_FIELD, -EINVAL);
 	build(&m);
 	p64(WOFF(notify_req, offset), (uint64_t)-2);
 	EXPECT("notify offset -2", BCP_E_BAD_FIELD, -EINVAL);
@@ -633,6 +635,8 @@ static void rebind_cases(void)
 	EXPECT("notify entry", BCP_E_OK, 0);
 	p32(WOFF(notify_req, kind), BCP_NOTIFY_RESET);
 	EXPECT("notify reset with a name", BCP_E_BAD_FIELD, -EINVAL);
+	p32(WOFF(notify_req, kind), BCP_NOTIFY_BUSY);
+	EXPECT("notify busy with a name", BCP_E_BAD_FIELD, -EINVAL);
 	build(&m);
 	p64(offsetof(struct bcp_w_hdr, req_id), 3);
 	EXPECT("notify with a req_id", BCP_E_BAD_FIELD, -EINVAL);
