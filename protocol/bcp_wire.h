@@ -44,7 +44,7 @@
  *      (BCP_BATCH_INLINE): a push's bytes follow its segments, a pull's
  *      reply may bring its bytes after the statuses (batch_rep's pad0
  *      becomes data_len, zero everywhere else).
- *   3 + BCP_FEAT_BUSY: the agent sends NOTIFY BUSY about once a second
+ *   3 + BCP_FEAT_BUSY: the agent sends NOTIFY BUSY every 250-450 ms
  *      while it works on requests of this session, so that the host waits
  *      for a slow store past its timeout even when the agent cannot read
  *      (and answer) a PING behind those requests.
