@@ -1125,6 +1125,15 @@ static int recv_late(struct bcp_client *c, const struct bcp_hdr *h,
 }
 
 /*
+ * The agent answered a PING or said by NOTIFY BUSY that it is at work:
+ * an overdue call may wait on (client_busy_wait_ok()).  Any thread.
+ */
+static void client_heard(struct bcp_client *c, uint64_t now)
+{
+	__atomic_store_n(&c->heard_ms, now, __ATOMIC_RELAXED);
+}
+
+/*
  * A NOTIFY: the one request an agent may send on the control connection,
  * once asked for.  Validated whole (kind, name, req_id 0) before the
  * callback sees it.  0, or -EPROTO with msg set.
@@ -1150,9 +1159,7 @@ static int recv_notify(struct bcp_client *c, const uint8_t *f, size_t n,
 		return -EPROTO;
 	}
 	if (m.u.notify_req.kind == BCP_NOTIFY_BUSY) {
-		/* at work on our requests: as good as a PING's answer */
-		__atomic_store_n(&c->heard_ms, client_now_ms(),
-				 __ATOMIC_RELAXED);
+		client_heard(c, client_now_ms());
 		return 0;
 	}
 	if (m.name) {
@@ -1530,8 +1537,7 @@ static void client_ping_done(struct bcp_call *call, int result)
 
 	/* answered (not timed out, not lost with the connection) */
 	if (result >= 0)
-		__atomic_store_n(&c->heard_ms, client_now_ms(),
-				 __ATOMIC_RELAXED);
+		client_heard(c, client_now_ms());
 	__atomic_store_n(&c->ping_out, 0, __ATOMIC_RELEASE);
 }
 
@@ -2680,7 +2686,7 @@ static int client_call_resume(struct bcp_client *c, struct bcp_msg *req,
 		now = client_now_ms();
 		if (rep->u.notify_req.kind == BCP_NOTIFY_BUSY &&
 		    (c->hello.features & BCP_FEAT_BUSY))
-			__atomic_store_n(&c->heard_ms, now, __ATOMIC_RELAXED);
+			client_heard(c, now);
 		/* past the timeout only while the agent says it is busy */
 		if (c->opts.timeout_ms > 0 &&
 		    now - start >= (uint64_t)c->opts.timeout_ms &&

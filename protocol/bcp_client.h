@@ -54,9 +54,10 @@ struct bcp_client_opts {
 	 * timeout_ms waits on, up to busy_timeout_ms from its start, for
 	 * as long as the agent answers, within every timeout_ms, the
 	 * PING the library sends while a call is half its timeout old
-	 * (one at a time, each scan): a store that takes long (a
-	 * cluster that stalls, a truncate of a terabyte) is not a hung
-	 * agent.  0 or not above timeout_ms: a call fails at timeout_ms.
+	 * (one at a time, each scan), or says by NOTIFY BUSY
+	 * (BCP_FEAT_BUSY, asked for then) that it is at work: a store
+	 * that takes long (a cluster that stalls, a truncate of a
+	 * terabyte) is not a hung agent.  0 or not above timeout_ms: a call fails at timeout_ms.
 	 */
 	int busy_timeout_ms;
 	/*

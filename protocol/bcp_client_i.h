@@ -245,7 +245,8 @@ struct bcp_client {
 	uint64_t next_scan_ms;		/* sender: next look for overdue
 					 * requests */
 	/* liveness (opts.busy_timeout_ms): */
-	uint64_t heard_ms;		/* a PING was answered (atomic) */
+	uint64_t heard_ms;		/* a PING's answer or a NOTIFY BUSY
+					 * came (atomic, client_heard()) */
 	int ping_out;			/* a PING is in flight (atomic) */
 	struct bcp_call ping_call;	/* sender: that PING */
 	uint8_t ping_buf[256];		/* its reply */

@@ -35,8 +35,8 @@ osd=$(cat "$BCF_CEPH_DIR/run/osd.0.pid") || bcf_hard "no OSD pid"
 
 # ms_stalled WHAT PID: WHAT (create or fsync, of $BCF_MNT/slow-*; creates:
 # 40 at once in directories of their own, more than the agent's session
-# has store calls out) while
-# PID is stopped for 4 s; prints "ok MS" or the errno's name and MS
+# has store calls out) while PID is stopped for 4 s; prints "ok MS" or the
+# errno's name and MS
 ms_stalled()
 {
 	local what=$1 pid=$2
