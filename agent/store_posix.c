@@ -1015,6 +1015,24 @@ static int store_setattr(struct posix_store *s, struct store_node *n,
 			  truncate(proc, (off_t)r->size);
 		if (ret < 0)
 			return -errno;
+		/*
+		 * The kernel asks for a size alone after open(O_TRUNC) and
+		 * ftruncate(2), and leaves the times to the server: both mark
+		 * mtime and ctime for update, an empty file's too (POSIX).
+		 * ftruncate(2) here does; truncate(2) of a file whose size
+		 * stays does not on every file system (tmpfs), so the times
+		 * are set then, unless the request sets them itself.
+		 */
+		if (!f && !(r->valid & (BCP_SETATTR_MTIME |
+					BCP_SETATTR_MTIME_NOW))) {
+			const struct timespec now[2] = {
+				{ .tv_nsec = UTIME_OMIT },
+				{ .tv_nsec = UTIME_NOW },
+			};
+
+			if (utimensat(AT_FDCWD, proc, now, 0) < 0)
+				return -errno;
+		}
 	}
 	if (r->valid & (BCP_SETATTR_ATIME | BCP_SETATTR_MTIME |
 			BCP_SETATTR_ATIME_NOW | BCP_SETATTR_MTIME_NOW)) {

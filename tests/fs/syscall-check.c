@@ -366,15 +366,31 @@ static void case_xattr(void)
  * change, also when something was just made in it (the mount may keep
  * the attributes of a directory it changed); a file's at every utimensat.
  */
+static void time_moved(const char *what, const char *path,
+		       const struct stat *before, int mtime)
+{
+	const struct timespec *a, *b;
+	struct stat st;
+
+	if (EXPECT_OK(lstat(path, &st)) < 0)
+		return;
+	a = mtime ? &st.st_mtim : &st.st_ctim;
+	b = mtime ? &before->st_mtim : &before->st_ctim;
+	if (a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec)
+		fail("%s: %s of %s did not change", what,
+		     mtime ? "mtime" : "ctime", path);
+}
+
 static void ctime_moved(const char *what, const char *path,
 			const struct stat *before)
 {
-	struct stat st;
+	time_moved(what, path, before, 0);
+}
 
-	if (EXPECT_OK(lstat(path, &st)) == 0 &&
-	    st.st_ctim.tv_sec == before->st_ctim.tv_sec &&
-	    st.st_ctim.tv_nsec == before->st_ctim.tv_nsec)
-		fail("%s: ctime of %s did not change", what, path);
+static void mtime_moved(const char *what, const char *path,
+			const struct stat *before)
+{
+	time_moved(what, path, before, 1);
 }
 
 static void ctime_touch(const char *dir)
@@ -401,6 +417,33 @@ static void case_ctime(void)
 		nanosleep(&pause, NULL);
 		EXPECT_OK(utimensat(AT_FDCWD, "t", ts, 0));
 		ctime_moved("utimensat to the same times", "t", &st);
+	}
+	/*
+	 * open(O_TRUNC) of a file that is there marks mtime and ctime for
+	 * update, an empty one too (POSIX); so does ftruncate(2) to the
+	 * size it has.  (truncate(2) to the same size needn't.)
+	 */
+	if (!write_file("e", "", 0) && EXPECT_OK(lstat("e", &st)) == 0) {
+		int fd;
+
+		nanosleep(&pause, NULL);
+		fd = EXPECT_OK(open("e", O_WRONLY | O_TRUNC));
+		if (fd >= 0)
+			close(fd);
+		ctime_moved("open(O_TRUNC) of an empty file", "e", &st);
+		mtime_moved("open(O_TRUNC) of an empty file", "e", &st);
+	}
+	if (EXPECT_OK(lstat("e", &st)) == 0) {
+		int fd;
+
+		nanosleep(&pause, NULL);
+		fd = EXPECT_OK(open("e", O_WRONLY));
+		if (fd >= 0) {
+			EXPECT_OK(ftruncate(fd, 0));
+			close(fd);
+		}
+		ctime_moved("ftruncate(2) to the same size", "e", &st);
+		mtime_moved("ftruncate(2) to the same size", "e", &st);
 	}
 
 	EXPECT_OK(mkdir("p", 0755));
