@@ -1246,8 +1246,13 @@ static int cs_setattr(struct ceph_store *s, struct ceph_node *n,
 				return ret;
 			keep = cur.stx_mode & (S_ISUID | S_ISGID);
 		}
+		/*
+		 * chown(2) marks ctime even when owner and group stay; the
+		 * Ceph client drops a change to what is there already
+		 */
 		memset(&x, 0, sizeof(x));
-		mask = 0;
+		cs_now(&x.stx_ctime);
+		mask = CEPH_SETATTR_CTIME;
 		if (r->valid & BCP_SETATTR_UID) {
 			x.stx_uid = agent_ident_map(s->ident, r->uid, 0);
 			mask |= CEPH_SETATTR_UID;
@@ -2774,8 +2779,22 @@ static int cs_call_fallocate(struct ceph_store *s, struct agent_store_call *c)
 	ret = cs_settle(s, c->f->node->in, c->f->node->ino);
 	if (ret < 0)
 		return ret;
-	return ceph_ll_fallocate(s->cm, c->f->fh, (int)c->mode,
-				 (int64_t)c->off, (int64_t)c->len);
+	ret = ceph_ll_fallocate(s->cm, c->f->fh, (int)c->mode,
+				(int64_t)c->off, (int64_t)c->len);
+	if (ret < 0)
+		return ret;
+	/*
+	 * Linux's file systems mark mtime and ctime at every fallocate(2)
+	 * (file_modified()); the Ceph client does not.  Best effort: the
+	 * space is allocated.
+	 */
+	memset(&x, 0, sizeof(x));
+	cs_now(&x.stx_mtime);
+	x.stx_ctime = x.stx_mtime;
+	(void)ceph_ll_setattr(s->cm, c->f->node->in, &x,
+			      CEPH_SETATTR_MTIME | CEPH_SETATTR_CTIME,
+			      s->cb->perms);
+	return 0;
 }
 
 static void cfs_call_run(struct agent_store_call *c)

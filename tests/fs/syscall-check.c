@@ -433,6 +433,27 @@ static void case_ctime(void)
 		ctime_moved("open(O_TRUNC) of an empty file", "e", &st);
 		mtime_moved("open(O_TRUNC) of an empty file", "e", &st);
 	}
+	/* a chown to the owner and group a file has marks its ctime */
+	if (EXPECT_OK(lstat("t", &st)) == 0) {
+		nanosleep(&pause, NULL);
+		EXPECT_OK(chown("t", st.st_uid, st.st_gid));
+		ctime_moved("chown to the same owner and group", "t", &st);
+	}
+	/* fallocate(2) inside the size marks mtime and ctime (Linux) */
+	if (!write_file("a", "0123456789", 10) &&
+	    EXPECT_OK(lstat("a", &st)) == 0) {
+		int fd;
+
+		nanosleep(&pause, NULL);
+		fd = EXPECT_OK(open("a", O_WRONLY));
+		if (fd >= 0) {
+			EXPECT_OK(fallocate(fd, 0, 0, 4));
+			close(fd);
+		}
+		ctime_moved("fallocate inside the size", "a", &st);
+		mtime_moved("fallocate inside the size", "a", &st);
+		expect_content("a", "0123456789", 10);
+	}
 	if (EXPECT_OK(lstat("e", &st)) == 0) {
 		int fd;
 
