@@ -43,10 +43,14 @@ if [ "$(id -u)" = 0 ] && [ "$BCF_TRANSPORT" = shm ] &&
    [ "$BCF_STORE" = posix ]; then
 	mkdir "$BCF_TMP/tback" || bcf_hard "cannot make $BCF_TMP/tback"
 	if mount -t tmpfs -o mode=0755 bcf-errno "$BCF_TMP/tback"; then
+		# bcf_mount_extra sets its own trap: ours goes on after it,
+		# whether the mount came up or not
 		trap errno_cleanup EXIT
-		bcf_mount_extra tmnt "local:$BCF_TMP/tback" allow_other ||
+		bcf_mount_extra tmnt "local:$BCF_TMP/tback" allow_other
+		rc=$?
+		trap errno_cleanup EXIT
+		[ $rc -eq 0 ] ||
 			bcf_fail "the mount of a tmpfs store did not come up"
-		trap errno_cleanup EXIT
 		chmod 755 "$BCF_TMP/tmnt"
 		"$check" "$BCF_TMP/tmnt"
 		rc=$?
