@@ -8,7 +8,8 @@ Usage: namespace-check.py TESTDIR REFDIR [OPS]
 Applies the same random operations to TESTDIR (a mount) and REFDIR (a
 local directory) on a small set of names two levels deep: mkdir, rmdir,
 unlink, rename (plain, RENAME_NOREPLACE, RENAME_EXCHANGE), link, symlink,
-creating, truncating and appending files, chmod, utimensat, setting,
+creating, truncating and appending files, fallocate (hole punching
+too), chmod, chown (as root), utimensat, setting,
 removing and reading an extended attribute, readlink, reads, stats and
 listings, and reads, writes and fstat through
 descriptors kept open across all of that.  Every result (the value, or
@@ -39,6 +40,7 @@ import time
 
 libc = ctypes.CDLL(None, use_errno=True)
 RENAME_NOREPLACE, RENAME_EXCHANGE = 1, 2
+FALLOC_KEEP_SIZE, FALLOC_PUNCH_HOLE = 1, 2
 AT_FDCWD = -100
 NAMES = ["a", "b", "c", "d", "a/x", "a/y", "b/x", "b/z", "a/x/q", "d/q"]
 # longer than a clock tick of HZ=100, so that a change moves a coarse time
@@ -61,7 +63,8 @@ def res(f, *a):
 
 def summary(s):
     return (stat.S_IFMT(s.st_mode), stat.S_IMODE(s.st_mode),
-            -1 if stat.S_ISDIR(s.st_mode) else s.st_size, s.st_nlink)
+            -1 if stat.S_ISDIR(s.st_mode) else s.st_size, s.st_nlink,
+            s.st_uid, s.st_gid)
 
 
 def lstat(p):
@@ -89,6 +92,17 @@ def write_to(p, flags, data):
     fd = os.open(p, flags)
     try:
         os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def fallocate(p, mode, off, length):
+    fd = os.open(p, os.O_WRONLY | os.O_NONBLOCK)
+    try:
+        if libc.fallocate(fd, mode, ctypes.c_long(off),
+                          ctypes.c_long(length)) < 0:
+            e = ctypes.get_errno()
+            raise OSError(e, os.strerror(e))
     finally:
         os.close(fd)
 
@@ -124,6 +138,17 @@ def do(op, base, a, b, data, mode):
         return os.truncate(pa, len(data) * 3)
     if op == "chmod":
         return os.chmod(pa, mode)
+    if op == "chown":
+        # to the owner it has or to nobody: chown(2) marks ctime either
+        # way, and clears set-ID bits
+        own = 0 if mode & 0o100 else 65534
+        return os.chown(pa, own, own if mode & 0o10 else -1,
+                        follow_symlinks=False)
+    if op == "fallocate":
+        # inside the size, past it, kept to it, or a hole punched
+        return fallocate(pa, (0, 0, FALLOC_KEEP_SIZE,
+                              FALLOC_KEEP_SIZE | FALLOC_PUNCH_HOLE)[
+                                  len(data) % 4], len(data), 4096)
     if op == "utime":
         return os.utime(pa, ns=(10**18, 15 * 10**17), follow_symlinks=False)
     if op == "setxattr":
@@ -158,10 +183,13 @@ def main():
     rng = random.Random(seed)
     ops = ["mkdir", "rmdir", "unlink", "rename", "noreplace", "link",
            "symlink", "create", "trunc", "append", "truncate", "chmod",
+           "fallocate",
            "utime", "setxattr", "rmxattr", "getxattr", "readlink", "read",
            "stat", "list", "openkeep", "fdop"]
     if not os.environ.get("NS_NO_EXCHANGE"):
         ops.append("exchange")
+    if os.geteuid() == 0:
+        ops.append("chown")
     fds = []			# (test fd, reference fd, name, its mount)
     last = test			# the mount the last change went through
     bad = 0
