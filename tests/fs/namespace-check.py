@@ -145,7 +145,8 @@ def do(op, base, a, b, data, mode):
         return os.chown(pa, own, own if mode & 0o10 else -1,
                         follow_symlinks=False)
     if op == "fallocate":
-        # inside the size, past it, kept to it, or a hole punched
+        # 4 KiB from len(data): past the size (half the time), kept to
+        # it, or a hole punched
         return fallocate(pa, (0, 0, FALLOC_KEEP_SIZE,
                               FALLOC_KEEP_SIZE | FALLOC_PUNCH_HOLE)[
                                   len(data) % 4], len(data), 4096)
