@@ -2764,14 +2764,11 @@ static int cs_call_fallocate(struct ceph_store *s, struct agent_store_call *c)
 		if (ret < 0)
 			return ret;
 		if (c->off + c->len > x.stx_size) {
+			/* the times are marked after the fallocate */
 			memset(&x, 0, sizeof(x));
 			x.stx_size = c->off + c->len;
-			cs_now(&x.stx_mtime);
-			x.stx_ctime = x.stx_mtime;
 			ret = ceph_ll_setattr(s->cm, c->f->node->in, &x,
-					      CEPH_SETATTR_SIZE |
-					      CEPH_SETATTR_MTIME |
-					      CEPH_SETATTR_CTIME, s->cb->perms);
+					      CEPH_SETATTR_SIZE, s->cb->perms);
 			if (ret < 0)
 				return ret;
 		}
