@@ -25,8 +25,12 @@
  * The cache is direct-mapped with WATCH_CACHE_SLOTS entries (about
  * 300 KiB), whatever the file system holds; it also keeps the (dev, ino)
  * of the files events named, so that the DELETE of a file's last name,
- * which comes after FAN_DELETE_SELF, still names the file gone (a handle
- * carries the generation: it never names another object later).
+ * which comes after FAN_DELETE_SELF, still names the file while it is
+ * open somewhere.  A file's (dev, ino) outlives it: once the file is gone
+ * the number may already be another object's (a directory a session just
+ * made), so a cached file is opened by its handle first, which carries
+ * the generation; when that fails with ESTALE the file is gone and its
+ * late events name no object (watch_live()).
  *
  * What is not seen: a change made through a hard link whose directory is
  * outside the root, and a link count changed from outside the root of a
@@ -114,7 +118,7 @@ static struct {
 	/* the watcher thread's own */
 	struct watch_ent cache[WATCH_CACHE_SLOTS];
 	struct watch_seen seen[WATCH_WALK_KEEP];	/* one walk's */
-	uint64_t events, own, outside, sent, resets;
+	uint64_t events, own, outside, sent, resets, gone;
 } watch = { .fan_fd = -1, .stop_fd = -1, .mount_fd = -1 };
 
 static uint32_t watch_hash(const struct file_handle *fh)
@@ -250,6 +254,27 @@ static int watch_dir_in(const struct file_handle *fh, struct agent_obj *obj)
  * looked up if need be (and a directory it names lies beneath the root
  * too); otherwise only an object seen beneath the root before is known.
  */
+/*
+ * Whether the file a cached entry names still exists: its number may be
+ * another object's once it is gone.  One open by handle; only ESTALE or
+ * ENOENT (the handle names nothing any more) says gone, and empties e.
+ */
+static int watch_live(struct watch_ent *e, const struct file_handle *fh)
+{
+	int fd = open_by_handle_at(watch.mount_fd, (struct file_handle *)fh,
+				   O_PATH | O_CLOEXEC);
+
+	if (fd >= 0) {
+		close(fd);
+		return 1;
+	}
+	if (errno != ESTALE && errno != ENOENT)
+		return 1;
+	e->where = WATCH_EMPTY;
+	watch.gone++;
+	return 0;
+}
+
 static int watch_obj(const struct file_handle *fh, int in,
 		     struct agent_obj *obj)
 {
@@ -258,8 +283,12 @@ static int watch_obj(const struct file_handle *fh, int in,
 	int fd, ret;
 
 	if (e) {
+		if (e->where == WATCH_OUT)
+			return -ENOENT;
+		if (e->where == WATCH_OBJ && !watch_live(e, fh))
+			return -ENOENT;
 		*obj = e->obj;
-		return e->where == WATCH_OUT ? -ENOENT : 0;
+		return 0;
 	}
 	if (!in)
 		return -ENOENT;
@@ -656,11 +685,12 @@ void agent_watch_stop(void)
 	pthread_join(watch.thread, NULL);
 	watch.running = 0;
 	agent_dbg("watch: %llu events, %llu of the agent, %llu outside the "
-		  "root, %llu changes reported, %llu resets",
-		  (unsigned long long)watch.events,
+		  "root, %llu changes reported, %llu resets, %llu of objects "
+		  "gone", (unsigned long long)watch.events,
 		  (unsigned long long)watch.own,
 		  (unsigned long long)watch.outside,
 		  (unsigned long long)watch.sent,
-		  (unsigned long long)watch.resets);
+		  (unsigned long long)watch.resets,
+		  (unsigned long long)watch.gone);
 	watch_close();
 }
