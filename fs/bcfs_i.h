@@ -295,34 +295,56 @@ void bcfs_notify_fini(void);
 /*
  * The generation of notifications received so far.  A reply to a request
  * sent at generation gen is cached for timeout seconds only when no
- * notification came meanwhile (it may be older than what the
- * notification told): bcfs_notify_timeout() gives timeout or 0.
+ * notification that came meanwhile may have been about what it tells (it
+ * may be older than what the notification told): bcfs_notify_timeout()
+ * gives timeout or 0.
  */
 uint64_t bcfs_notify_gen(void);
-double bcfs_notify_timeout(double timeout, uint64_t gen);
+/*
+ * Whether a notification since generation gen may have been about handle
+ * a or b (0: none): one naming either, a RESET, or one no longer
+ * remembered (the last 256 are).  A stream of news about other objects
+ * leaves a reply about these cacheable.  _locked: within
+ * bcfs_notify_lock(), which holds every notification off.
+ */
+int bcfs_notify_touched(uint64_t gen, uint64_t a, uint64_t b);
+int bcfs_notify_touched_locked(uint64_t gen, uint64_t a, uint64_t b);
+void bcfs_notify_lock(void);
+void bcfs_notify_unlock(void);
+/* timeout, or 0 when bcfs_notify_touched(gen, a, b) */
+double bcfs_notify_timeout(double timeout, uint64_t gen, uint64_t a,
+			   uint64_t b);
 /*
  * The entry timeout for an ENOENT of name in parent (0: not cached),
  * remembered so that a RESET can drop it.
  */
 double bcfs_notify_negative(fuse_ino_t parent, const char *name,
 			    uint64_t gen);
+/*
+ * The same for an ENOENT known to hold for t seconds; of notify.c's locks
+ * it takes only bcfs_neg's (dirs.c calls it under its own).
+ */
+double bcfs_notify_negative_for(fuse_ino_t parent, const char *name,
+				double t);
 
 /*
  * dirs.c: directories this mount made and knows every name of, whose
  * missing names it answers itself.
  *
  * made: handle is a directory MKDIR made, sent at notification generation
- * ngen (recorded only while nothing was notified since).  add: name is
- * about to be made in parent (before the request goes out).  lookup: when
- * parent is known in full and lacks name, answer req ENOENT and return 1;
- * 0 otherwise.  notified: a notification (RESET drops all), before the
- * kernel is told of it.  forget: the kernel forgot handle.
+ * ngen (recorded only while nothing notified since may have been about
+ * it).  add: name is about to be made in parent (before the request goes
+ * out).  lookup: when parent is known in full and lacks name, answer req
+ * ENOENT and return 1; 0 otherwise.  noted: a notification about handle
+ * (RESET drops all), under the notify lock right after the generation
+ * moved, before the kernel is told of it.  forget: the kernel forgot
+ * handle.
  */
 void bcfs_dirs_made(uint64_t handle, uint64_t ngen);
 void bcfs_dirs_add(uint64_t parent, const char *name, size_t len);
 int bcfs_dirs_lookup(fuse_req_t req, uint64_t parent, const char *name,
 		     size_t len);
-void bcfs_dirs_notified(uint32_t kind, uint64_t handle);
+void bcfs_dirs_noted(uint32_t kind, uint64_t handle);
 void bcfs_dirs_forget(uint64_t handle);
 void bcfs_dirs_fini(void);
 
@@ -469,8 +491,8 @@ void bcfs_call_reply(fuse_req_t req, struct bcp_msg *m, enum bcfs_reply kind,
  */
 void bcfs_reply_entry(fuse_req_t req, uint64_t parent, const char *name,
 		      const struct bcp_entry *entry, uint64_t ngen);
-/* ngen: bcfs_notify_gen() when the request went out */
-void bcfs_fill_entry(const struct bcp_entry *entry,
+/* an entry in parent; ngen: bcfs_notify_gen() when the request went out */
+void bcfs_fill_entry(const struct bcp_entry *entry, uint64_t parent,
 		     struct fuse_entry_param *e, uint64_t ngen);
 /*
  * The errno an application sees for a status from the client library or

@@ -15,8 +15,9 @@
  * A reply's attributes are kept only when they are the directory's
  * latest: no other change of it by this mount was in flight meanwhile
  * (two creates in one directory may be answered in either order), and no
- * notification came between the request and its reply (another session
- * may have changed it after; the agent tells of that).  A notification
+ * notification between the request and its reply may have been about it
+ * (another session may have changed it after; the agent tells of that:
+ * bcfs_notify_touched_locked(), news of other objects does not count).  A notification
  * about the directory, RESET, a reconnect or the kernel forgetting it
  * drops what is kept; it lasts attr_timeout at most.
  *
@@ -30,7 +31,8 @@
  *
  * A table of BCFS_DATTR_SLOTS entries, indexed by the handle's hash; a
  * directory whose slot another one holds with a change in flight is
- * simply not kept.  One lock, a leaf.
+ * simply not kept.  One lock, a leaf, taken inside bcfs_notify.lock or
+ * alone.
  */
 #include "config.h"
 
@@ -98,13 +100,16 @@ void bcfs_dattr_end(uint64_t dir, uint32_t ticket, const struct bcp_attr *a,
 
 	if (!ticket)
 		return;
+	/* no notification between the test and the record */
+	bcfs_notify_lock();
 	pthread_mutex_lock(&bcfs_dattr_lock);
 	d = bcfs_dattr_slot(dir);
 	if (d->handle != dir || !d->busy)
 		goto out_unlock;	/* never: a busy slot is not taken */
 	d->busy--;
 	if (a && a->ino && d->sent == ticket && !d->busy &&
-	    d->epoch == bcfs_dattr_epoch && bcfs_notify_gen() == ngen) {
+	    d->epoch == bcfs_dattr_epoch &&
+	    !bcfs_notify_touched_locked(ngen, dir, 0)) {
 		d->attr = *a;
 		d->valid = 1;
 		d->until_ns = bcfs_now_ns() +
@@ -114,6 +119,7 @@ void bcfs_dattr_end(uint64_t dir, uint32_t ticket, const struct bcp_attr *a,
 	}
 out_unlock:
 	pthread_mutex_unlock(&bcfs_dattr_lock);
+	bcfs_notify_unlock();
 }
 
 int bcfs_dattr_get(uint64_t dir, struct bcp_attr *out, double *timeout)

@@ -23,14 +23,19 @@
  * slower.  A directory whose names outgrow BCFS_DIR_NAMES_MAX, or all of
  * them beyond BCFS_DIRS_SLOTS, is no longer known in full and forgotten.
  *
- * Order.  A notification drops the directory (bcfs_dirs_notified(), on
- * the receiver thread) before the notifier can tell the kernel, and a
- * local ENOENT is given to the kernel with bcfs_dirs.lock held: the kernel
- * sees the answer before the invalidation that follows the change, never
- * after it (a negative entry cached after its invalidation would hide the
- * name for the whole timeout).  MKDIR's reply and the notifications both
- * come on the receiver thread; a directory is recorded only when no
- * notification came while its MKDIR was out (bcfs_notify_gen()).
+ * Order.  A notification drops the directory (bcfs_dirs_noted(), on the
+ * receiver thread, right after the notification generation moved) before
+ * the notifier can tell the kernel, and a local ENOENT is given to the
+ * kernel with bcfs_dirs.lock held: the kernel sees the answer before the
+ * invalidation that follows the change, never after it (a negative entry
+ * cached after its invalidation would hide the name for the whole
+ * timeout).  A notification may come while a MKDIR is out, about the new
+ * directory before its handle is known here: a directory is recorded only
+ * when no notification since its MKDIR went out may have been about it
+ * (bcfs_notify_touched_locked(): one naming it, a RESET, or one too old
+ * to tell), with the notify lock held so that none comes in between.  A
+ * stream of news about other objects (another host filling another
+ * directory) then costs this mount nothing of what it knows.
  *
  * Locks: bcfs_dirs.lock, taken inside bcfs_notify.lock or alone; inside
  * it only bcfs_neg's lock (notify.c) and the write of a reply to the
@@ -192,11 +197,14 @@ void bcfs_dirs_made(uint64_t handle, uint64_t ngen)
 	d->handle = handle;
 	d->until = bcfs_now_ns() + (uint64_t)(bcfs_g.neg_timeout * 1e9);
 	d->cap = BCFS_DIR_CAP_MIN;
+	/* no notification between the test and the record */
+	bcfs_notify_lock();
 	pthread_mutex_lock(&bcfs_dirs.lock);
-	if (bcfs_notify_gen() != ngen || bcfs_dir_find(handle) ||
-	    bcfs_dirs.ndirs >= BCFS_DIRS_MAX ||
+	if (bcfs_notify_touched_locked(ngen, handle, 0) ||
+	    bcfs_dir_find(handle) || bcfs_dirs.ndirs >= BCFS_DIRS_MAX ||
 	    bcfs_dirs.slots + d->cap > BCFS_DIRS_SLOTS) {
 		pthread_mutex_unlock(&bcfs_dirs.lock);
+		bcfs_notify_unlock();
 		free(d->h);
 		free(d);
 		return;
@@ -208,6 +216,7 @@ void bcfs_dirs_made(uint64_t handle, uint64_t ngen)
 			 __ATOMIC_RELAXED);
 	bcfs_dirs.slots += d->cap;
 	pthread_mutex_unlock(&bcfs_dirs.lock);
+	bcfs_notify_unlock();
 }
 
 void bcfs_dirs_add(uint64_t parent, const char *name, size_t len)
@@ -243,21 +252,19 @@ int bcfs_dirs_lookup(fuse_req_t req, uint64_t parent, const char *name,
 	}
 	memset(&e, 0, sizeof(e));
 	/* 0 when every remembered negative entry is still live */
-	e.entry_timeout = bcfs_notify_negative(bcfs_nodeid(parent), name,
-					       bcfs_notify_gen());
+	e.entry_timeout = bcfs_notify_negative_for(bcfs_nodeid(parent), name,
+						   bcfs_g.neg_timeout);
 	fuse_reply_entry(req, &e);
 	pthread_mutex_unlock(&bcfs_dirs.lock);
 	return 1;
 }
 
-void bcfs_dirs_notified(uint32_t kind, uint64_t handle)
+/* Called with the lock held. */
+static void bcfs_dirs_drop(uint32_t kind, uint64_t handle)
 {
 	struct bcfs_dir **pp;
 	unsigned int i;
 
-	if (!__atomic_load_n(&bcfs_dirs.ndirs, __ATOMIC_RELAXED))
-		return;
-	pthread_mutex_lock(&bcfs_dirs.lock);
 	if (kind == BCP_NOTIFY_RESET) {
 		for (i = 0; i < BCFS_DIR_BUCKETS; i++)
 			while (bcfs_dirs.b[i])
@@ -267,15 +274,23 @@ void bcfs_dirs_notified(uint32_t kind, uint64_t handle)
 		if (pp)
 			bcfs_dir_unlink(pp);
 	}
+}
+
+void bcfs_dirs_noted(uint32_t kind, uint64_t handle)
+{
+	if (!__atomic_load_n(&bcfs_dirs.ndirs, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&bcfs_dirs.lock);
+	bcfs_dirs_drop(kind, handle);
 	pthread_mutex_unlock(&bcfs_dirs.lock);
 }
 
 void bcfs_dirs_forget(uint64_t handle)
 {
-	bcfs_dirs_notified(BCP_NOTIFY_INODE, handle);
+	bcfs_dirs_noted(BCP_NOTIFY_INODE, handle);
 }
 
 void bcfs_dirs_fini(void)
 {
-	bcfs_dirs_notified(BCP_NOTIFY_RESET, 0);
+	bcfs_dirs_noted(BCP_NOTIFY_RESET, 0);
 }

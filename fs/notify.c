@@ -25,10 +25,16 @@
  *
  * A reply the agent computed before a change can arrive after the
  * notification of it.  The callback moves a generation on with every
- * notification; a reply to a request sent before the last move is given
- * to the kernel with a timeout of 0 (bcfs_notify_timeout()).
+ * notification and remembers what the last BCFS_NOTIFY_RECENT were about
+ * (kind, handle, child); a reply to a request sent before a move is given
+ * to the kernel with a timeout of 0 when a notification since may have
+ * been about what it tells: one naming its node or directory, a RESET, or
+ * one no longer remembered (bcfs_notify_timeout()).  News of other
+ * objects, which a busy directory elsewhere sends by the thousand, leaves
+ * it cached.
  *
- * Locks: bcfs_notify.lock (the ring), then bcfs_dirs.lock (dirs.c), then
+ * Locks: bcfs_notify.lock (the ring, the generation, what was recent),
+ * then bcfs_dirs.lock (dirs.c) or bcfs_dattr_lock (dattr.c), then
  * bcfs_neg.lock (negative entries); none is held across a call into the
  * table, only bcfs_dirs.lock across a reply to the kernel.
  */
@@ -50,6 +56,8 @@
 #define BCFS_NOTIFY_SYNC_S	1
 /* negative entries remembered for a RESET */
 #define BCFS_NEG_MAX		4096
+/* notifications remembered for the replies out meanwhile; a power of 2 */
+#define BCFS_NOTIFY_RECENT	256
 
 struct bcfs_note {
 	uint64_t gen;		/* bcfs_notify_generation it moved to */
@@ -60,6 +68,14 @@ struct bcfs_note {
 	int64_t offset;
 	int64_t length;
 	char name[BCP_NAME_MAX + 1];
+};
+
+/* What a notification was about, for a reply out when it came. */
+struct bcfs_recent {
+	uint64_t gen;		/* bcfs_notify_generation it moved to */
+	uint64_t handle;
+	uint64_t child;
+	uint32_t kind;		/* RESET also for one the ring lost */
 };
 
 static struct {
@@ -78,6 +94,7 @@ static struct {
 	uint64_t done_gen;	/* told the kernel up to here (atomic) */
 	int stop;
 	uint64_t overflows;
+	struct bcfs_recent recent[BCFS_NOTIFY_RECENT];	/* by gen */
 } bcfs_notify = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.cond = PTHREAD_COND_INITIALIZER,
@@ -110,24 +127,80 @@ uint64_t bcfs_notify_gen(void)
 	return __atomic_load_n(&bcfs_notify_generation, __ATOMIC_ACQUIRE);
 }
 
-double bcfs_notify_timeout(double timeout, uint64_t gen)
+void bcfs_notify_lock(void)
 {
-	return bcfs_notify_gen() == gen ? timeout : 0;
+	pthread_mutex_lock(&bcfs_notify.lock);
+}
+
+void bcfs_notify_unlock(void)
+{
+	pthread_mutex_unlock(&bcfs_notify.lock);
+}
+
+static int bcfs_recent_names(const struct bcfs_recent *r, uint64_t h)
+{
+	return h && (r->handle == h || r->child == h);
+}
+
+int bcfs_notify_touched_locked(uint64_t gen, uint64_t a, uint64_t b)
+{
+	uint64_t now = bcfs_notify_gen(), g;
+	const struct bcfs_recent *r;
+
+	if (now - gen > BCFS_NOTIFY_RECENT)
+		return 1;
+	for (g = gen + 1; g <= now; g++) {
+		r = &bcfs_notify.recent[g & (BCFS_NOTIFY_RECENT - 1)];
+		if (r->gen != g || r->kind == BCP_NOTIFY_RESET ||
+		    bcfs_recent_names(r, a) || bcfs_recent_names(r, b))
+			return 1;
+	}
+	return 0;
+}
+
+int bcfs_notify_touched(uint64_t gen, uint64_t a, uint64_t b)
+{
+	int ret;
+
+	if (bcfs_notify_gen() == gen)
+		return 0;
+	pthread_mutex_lock(&bcfs_notify.lock);
+	ret = bcfs_notify_touched_locked(gen, a, b);
+	pthread_mutex_unlock(&bcfs_notify.lock);
+	return ret;
+}
+
+double bcfs_notify_timeout(double timeout, uint64_t gen, uint64_t a,
+			   uint64_t b)
+{
+	return bcfs_notify_touched(gen, a, b) ? 0 : timeout;
 }
 
 void bcfs_notify_cb(void *arg, const struct bcp_notify_req *n,
 		    const char *name)
 {
+	struct bcfs_recent *r;
 	struct bcfs_note *e;
 	uint64_t gen;
+	int overflow;
 
 	(void)arg;
-	/* before the kernel can be told: see dirs.c */
-	bcfs_dirs_notified(n->kind, n->handle);
-	bcfs_dattr_notified(n->kind, n->handle);
 	pthread_mutex_lock(&bcfs_notify.lock);
 	gen = __atomic_add_fetch(&bcfs_notify_generation, 1,
 				 __ATOMIC_ACQ_REL);
+	overflow = !bcfs_notify.stop && !bcfs_notify.reset &&
+		   n->kind != BCP_NOTIFY_RESET &&
+		   (bcfs_notify.count == BCFS_NOTIFY_QUEUE ||
+		    !bcfs_notify.ring);
+	/* an overflow loses what the kernel had to be told: all goes */
+	r = &bcfs_notify.recent[gen & (BCFS_NOTIFY_RECENT - 1)];
+	r->gen = gen;
+	r->kind = overflow ? BCP_NOTIFY_RESET : n->kind;
+	r->handle = n->handle;
+	r->child = n->child;
+	/* before the kernel can be told: see dirs.c */
+	bcfs_dirs_noted(r->kind, n->handle);
+	bcfs_dattr_notified(r->kind, n->handle);
 	if (bcfs_notify.stop)
 		goto out_unlock;
 	if (bcfs_notify.reset) {
@@ -135,13 +208,9 @@ void bcfs_notify_cb(void *arg, const struct bcp_notify_req *n,
 		bcfs_notify.reset_gen = gen;
 		goto out_unlock;
 	}
-	if (n->kind == BCP_NOTIFY_RESET ||
-	    bcfs_notify.count == BCFS_NOTIFY_QUEUE || !bcfs_notify.ring) {
-		if (n->kind != BCP_NOTIFY_RESET) {
+	if (n->kind == BCP_NOTIFY_RESET || overflow) {
+		if (overflow)
 			bcfs_notify.overflows++;
-			bcfs_dirs_notified(BCP_NOTIFY_RESET, 0);
-			bcfs_dattr_notified(BCP_NOTIFY_RESET, 0);
-		}
 		bcfs_notify.reset = 1;
 		bcfs_notify.reset_gen = gen;
 		bcfs_notify.count = 0;
@@ -168,7 +237,16 @@ out_unlock:
 double bcfs_notify_negative(fuse_ino_t parent, const char *name,
 			    uint64_t gen)
 {
-	double t = bcfs_notify_timeout(bcfs_g.neg_timeout, gen);
+	return bcfs_notify_negative_for(parent, name,
+					bcfs_notify_timeout(bcfs_g.neg_timeout,
+							    gen,
+							    bcfs_handle(parent),
+							    0));
+}
+
+double bcfs_notify_negative_for(fuse_ino_t parent, const char *name,
+				double t)
+{
 	uint64_t now = bcfs_now_ns();
 	struct bcfs_neg *n;
 	char *nm;

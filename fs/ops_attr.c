@@ -161,8 +161,10 @@ static void bcfs_answer_attr(struct bcfs_acall *a, int result)
 		return;
 	}
 	bcfs_attr_to_stat(&a->call.rep.u.attr_rep.attr, &st);
+	/* a->parent: the node the request is about */
 	fuse_reply_attr(a->req, &st,
-			bcfs_notify_timeout(bcfs_g.o.attr_timeout, a->ngen));
+			bcfs_notify_timeout(bcfs_g.o.attr_timeout, a->ngen,
+					    a->parent, 0));
 }
 
 /* SETATTR: what dattr.c kept of a directory is old (mode, owner, times) */
@@ -319,7 +321,7 @@ void bcfs_attr_to_stat(const struct bcp_attr *a, struct stat *st)
 	st->st_rdev = a->rdev;
 }
 
-void bcfs_fill_entry(const struct bcp_entry *entry,
+void bcfs_fill_entry(const struct bcp_entry *entry, uint64_t parent,
 		     struct fuse_entry_param *e, uint64_t ngen)
 {
 	memset(e, 0, sizeof(*e));
@@ -327,8 +329,10 @@ void bcfs_fill_entry(const struct bcp_entry *entry,
 	e->generation = entry->generation;
 	bcfs_attr_to_stat(&entry->attr, &e->attr);
 	bcfs_wb_patch(entry->handle, &e->attr);
-	e->attr_timeout = bcfs_notify_timeout(bcfs_g.o.attr_timeout, ngen);
-	e->entry_timeout = bcfs_notify_timeout(bcfs_g.o.entry_timeout, ngen);
+	e->attr_timeout = bcfs_notify_timeout(bcfs_g.o.attr_timeout, ngen,
+					      entry->handle, 0);
+	e->entry_timeout = bcfs_notify_timeout(bcfs_g.o.entry_timeout, ngen,
+					       entry->handle, parent);
 }
 
 static void bcfs_reply_entry_ex(fuse_req_t req, uint64_t parent,
@@ -338,7 +342,7 @@ static void bcfs_reply_entry_ex(fuse_req_t req, uint64_t parent,
 {
 	struct fuse_entry_param e;
 
-	bcfs_fill_entry(entry, &e, ngen);
+	bcfs_fill_entry(entry, parent, &e, ngen);
 	if (bcfs_inode_ref(entry->handle, parent, name,
 			   name ? strlen(name) : 0, entry->fid)) {
 		/* no record, no kernel reference: give the agent's back */
@@ -377,7 +381,9 @@ void bcfs_op_getattr(fuse_req_t req, fuse_ino_t ino,
 	 */
 	if (bcfs_dattr_get(bcfs_handle(ino), &a, &timeout)) {
 		bcfs_attr_to_stat(&a, &st);
-		fuse_reply_attr(req, &st, bcfs_notify_timeout(timeout, ngen));
+		fuse_reply_attr(req, &st, bcfs_notify_timeout(timeout, ngen,
+							      bcfs_handle(ino),
+							      0));
 		return;
 	}
 	/* the size and mtime of writes still gathered are the agent's then */
@@ -385,7 +391,7 @@ void bcfs_op_getattr(fuse_req_t req, fuse_ino_t ino,
 	bcfs_msg(&m, BCP_OP_GETATTR);
 	m.u.node_req.handle = bcfs_handle(ino);
 	m.u.node_req.fh = fi ? fi->fh : 0;
-	bcfs_call_reply(req, &m, BCFS_REPLY_ATTR, 0, NULL);
+	bcfs_call_reply(req, &m, BCFS_REPLY_ATTR, m.u.node_req.handle, NULL);
 }
 
 /* Is the caller of req in group gid (its own or a supplementary one)? */
@@ -480,10 +486,12 @@ void bcfs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		bcfs_setattr_nothing(req, s);
 	if (s->valid & BCP_SETATTR_SIZE) {
 		bcfs_peek_dirty();
-		bcfs_call_reply(req, &m, BCFS_REPLY_TRUNCATE, 0, NULL);
+		bcfs_call_reply(req, &m, BCFS_REPLY_TRUNCATE,
+				m.u.setattr_req.handle, NULL);
 		return;
 	}
-	bcfs_call_reply(req, &m, BCFS_REPLY_SETATTR, 0, NULL);
+	bcfs_call_reply(req, &m, BCFS_REPLY_SETATTR, m.u.setattr_req.handle,
+			NULL);
 }
 
 void bcfs_op_readlink(fuse_req_t req, fuse_ino_t ino)

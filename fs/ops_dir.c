@@ -364,7 +364,7 @@ static void bcfs_readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 						     size - pos, name, &e,
 						     v.d.cookie);
 		} else {
-			bcfs_fill_entry(&v.entry, &e, ngen);
+			bcfs_fill_entry(&v.entry, parent, &e, ngen);
 			ent = fuse_add_direntry_plus(req, buf + pos,
 						     size - pos, name, &e,
 						     v.d.cookie);

@@ -482,7 +482,7 @@ static void bcfs_answer_create(struct bcfs_acall *a, int result)
 		bcfs_reply_status(a->req, result);
 		return;
 	}
-	bcfs_fill_entry(&c->entry, &e, a->ngen);
+	bcfs_fill_entry(&c->entry, a->parent, &e, a->ngen);
 	fi->fh = c->fh;
 	ret = bcfs_inode_ref(c->entry.handle, a->parent, a->name,
 			     strlen(a->name), c->entry.fid);
