@@ -373,15 +373,16 @@ void bcfs_dattr_notified(uint32_t kind, uint64_t handle);
  * peek.c: small files whose bytes came with their OPEN.
  *
  * take: a slot before the OPEN goes out (-1: none free, do not ask).  put:
- * give it back unused.  fill: the OPEN of fh, sent at notification
- * generation ngen and change count wgen, brought len bytes.  read: 1 when
- * req was answered from them.  release: fh is closed.  dirty: this mount
- * begins or ends a change of some file's data.  wgen: the change count.
+ * give it back unused.  fill: the OPEN of fh (the file handle's), sent at
+ * notification generation ngen and change count wgen, brought len bytes.
+ * read: 1 when req was answered from them.  release: fh is closed.  dirty:
+ * this mount begins or ends a change of some file's data.  wgen: the
+ * change count.  bcfs_peek_lock is taken alone or before the notify lock.
  */
 int bcfs_peek_take(void);
 void bcfs_peek_put(int slot);
-void bcfs_peek_fill(int slot, uint64_t fh, uint64_t ngen, uint64_t wgen,
-		    const void *data, uint32_t len);
+void bcfs_peek_fill(int slot, uint64_t fh, uint64_t handle, uint64_t ngen,
+		    uint64_t wgen, const void *data, uint32_t len);
 int bcfs_peek_read(fuse_req_t req, uint64_t fh, size_t size, off_t off);
 void bcfs_peek_release(uint64_t fh);
 void bcfs_peek_dirty(void);

@@ -437,7 +437,8 @@ void bcfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	if (slot >= 0 && (r.u.open_rep.open_flags & BCP_OPEN_DATA) &&
 	    have_attr && attr.size == r.data_len)
-		bcfs_peek_fill(slot, fh, ngen, wgen, r.data, r.data_len);
+		bcfs_peek_fill(slot, fh, handle, ngen, wgen, r.data,
+			       r.data_len);
 	else
 		bcfs_peek_put(slot);
 	/*

@@ -10,8 +10,9 @@
  *
  * The bytes are the file's at the open.  They answer a READ only while
  * nothing could have changed the file since the OPEN went out: no
- * notification came (another session, a process on the agent's machine
- * or another Ceph client changed something; notify.c counts them), and
+ * notification since was about it (another session, a process on the
+ * agent's machine or another Ceph client changed it, or a RESET:
+ * bcfs_notify_touched_locked()), and
  * this mount changed no file's data (bcfs_peek_dirty() at the start and
  * at the end of every write, truncate, fallocate and copy: a change in
  * flight when the OPEN went out may reach the file after the agent read
@@ -41,7 +42,9 @@ struct bcfs_peek {
 	int ready;		/* bytes held for fh, to be served */
 	unsigned int readers;	/* READs copying from buf */
 	uint64_t fh;		/* 0 until the OPEN was answered */
-	uint64_t ngen;		/* bcfs_notify_gen() when the OPEN went out */
+	uint64_t handle;	/* the file's */
+	uint64_t ngen;		/* bcfs_notify_gen() when the OPEN went out,
+				 * or when nothing since had been about it */
 	uint64_t wgen;		/* bcfs_peek_wgen() then */
 	uint32_t len;
 	uint8_t *buf;		/* BCP_OPEN_PEEK_MAX bytes, or NULL */
@@ -128,8 +131,8 @@ void bcfs_peek_put(int slot)
 	pthread_mutex_unlock(&bcfs_peek_lock);
 }
 
-void bcfs_peek_fill(int slot, uint64_t fh, uint64_t ngen, uint64_t wgen,
-		    const void *data, uint32_t len)
+void bcfs_peek_fill(int slot, uint64_t fh, uint64_t handle, uint64_t ngen,
+		    uint64_t wgen, const void *data, uint32_t len)
 {
 	struct bcfs_peek *p = &bcfs_peeks[slot];
 
@@ -143,6 +146,7 @@ void bcfs_peek_fill(int slot, uint64_t fh, uint64_t ngen, uint64_t wgen,
 		memcpy(p->buf, data, len);
 	pthread_mutex_lock(&bcfs_peek_lock);
 	p->fh = fh;
+	p->handle = handle;
 	p->ngen = ngen;
 	p->wgen = wgen;
 	p->len = len;
@@ -161,6 +165,25 @@ static struct bcfs_peek *bcfs_peek_find(uint64_t fh)
 	return NULL;
 }
 
+/*
+ * Called with bcfs_peek_lock held: whether p's bytes are still the file's.
+ * What was checked is not checked again (ngen moves on).
+ */
+static int bcfs_peek_current(struct bcfs_peek *p)
+{
+	int touched;
+
+	if (p->wgen != bcfs_peek_wgen())
+		return 0;
+	if (p->ngen == bcfs_notify_gen())
+		return 1;
+	bcfs_notify_lock();
+	touched = bcfs_notify_touched_locked(p->ngen, p->handle, 0);
+	p->ngen = bcfs_notify_gen();
+	bcfs_notify_unlock();
+	return !touched;
+}
+
 int bcfs_peek_read(fuse_req_t req, uint64_t fh, size_t size, off_t off)
 {
 	struct bcfs_peek *p;
@@ -172,8 +195,7 @@ int bcfs_peek_read(fuse_req_t req, uint64_t fh, size_t size, off_t off)
 	p = bcfs_peek_find(fh);
 	if (p && !p->ready)
 		p = NULL;
-	if (p && (p->ngen != bcfs_notify_gen() ||
-		  p->wgen != bcfs_peek_wgen())) {
+	if (p && !bcfs_peek_current(p)) {
 		/* the file may have changed since: the agent's turn */
 		bcfs_peek_done(p);
 		p = NULL;
