@@ -7,6 +7,13 @@
 # (-o metrics):
 #   - 300 files created with O_EXCL in a directory mount 1 made cost it a
 #     handful of LOOKUPs at most; in a directory mount 2 made, one each;
+#   - the same for 60 directories of 5 creates each, made while mount 2
+#     and (posix store, as root) a process on the agent's machine keep
+#     creating and removing names in another directory mount 1 holds: news
+#     of other objects does not cost mount 1 what it knows of its own
+#     directories (none lost; one on a cephfs store, whose sweep may
+#     reset every host), nor what it looks up elsewhere meanwhile (a
+#     second stat of 100 names costs no request);
 #   - a name mount 2 makes in a directory mount 1 made and looked a name
 #     up in, is found through mount 1 within a second, and mount 1 asks
 #     the agent again afterwards; the same for a name made straight in the
@@ -45,16 +52,20 @@ drop=/proc/sys/vm/drop_caches
 
 PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=$top_srcdir/tests/fs \
 	timeout 300 python3 - "$m1" "$m2" \
-	"$BCF_BACK" "$BCF_METRICS_PORT" "$store_within" "$drop" <<'PY' || bcf_fail "see above"
-import os, stat, sys, time
+	"$BCF_BACK" "$BCF_METRICS_PORT" "$store_within" "$drop" \
+	"${BCF_STORE:-posix}" <<'PY' || bcf_fail "see above"
+import os, stat, subprocess, sys, tempfile, time
 from fscheck import fail
 import fscheck
 
-m1, m2, back, port, store_within, drop = sys.argv[1:7]
+m1, m2, back, port, store_within, drop, store = sys.argv[1:8]
 store_within = float(store_within)
 
 def lookups():
     return fscheck.requests(port, "lookup")
+
+def getattrs():
+    return fscheck.requests(port, "getattr")
 
 def missing(path):
     try:
@@ -96,6 +107,75 @@ if other < N:
          "elsewhere: is it known in full?" % (other, N))
 if sorted(os.listdir(m2 + "/own")) != ["f%04d" % i for i in range(N)]:
     fail("mount 2 does not list what mount 1 created")
+
+# the same while names change elsewhere: mount 1 holds "churn", where
+# mount 2 and a process on the agent's machine create and remove names
+# (each removed file's number free for the next mkdir to take)
+os.mkdir(m1 + "/churn")
+missing(m1 + "/churn/nothing")
+S = 100
+os.mkdir(m2 + "/seen")
+for i in range(S):
+    with open(m2 + "/seen/s%03d" % i, "w") as f:
+        f.write("seen\n")
+churn = r"""
+import os, sys, time
+d, rate, stop = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+t0 = time.monotonic()
+i = 0
+while not os.path.exists(stop) and time.monotonic() - t0 < 60:
+    p = "%s/c%d-%d" % (d, os.getpid(), i % 16)
+    try:
+        if i % 32 < 16:
+            os.close(os.open(p, os.O_WRONLY | os.O_CREAT, 0o644))
+        else:
+            os.unlink(p)
+    except OSError:
+        pass
+    i += 1
+    if rate:
+        time.sleep(max(0.0, t0 + i / rate - time.monotonic()))
+"""
+stopdir = tempfile.mkdtemp()
+stopfile = stopdir + "/stop"
+churners = [subprocess.Popen([sys.executable, "-c", churn, m2 + "/churn",
+                              "0", stopfile]) for _ in range(2)]
+if store == "posix" and store_within > 0:
+    churners.append(subprocess.Popen([sys.executable, "-c", churn,
+                                      back + "/churn", "4000", stopfile]))
+time.sleep(0.5)
+D, F = 60, 5
+misses = 0
+for i in range(D):
+    d = m1 + "/busy%02d" % i
+    os.mkdir(d)
+    l0 = lookups()
+    create_many(d, F)
+    if lookups() != l0:
+        misses += 1
+# names mount 1 looks up meanwhile are cached: the second look is free
+for i in range(S):
+    os.stat(m1 + "/seen/s%03d" % i)
+r0 = lookups() + getattrs()
+for i in range(S):
+    os.stat(m1 + "/seen/s%03d" % i)
+asked = lookups() + getattrs() - r0
+with open(stopfile, "w"):
+    pass
+for c in churners:
+    c.wait()
+os.unlink(stopfile)
+os.rmdir(stopdir)
+print("%d of %d directories made here while names changed elsewhere asked "
+      "the agent for a missing name" % (misses, D))
+if misses > (1 if store == "cephfs" else 0):
+    fail("%d of %d directories made here forgot they were empty while "
+         "other names changed" % (misses, D))
+print("%d requests to stat %d names again while names changed elsewhere"
+      % (asked, S))
+if asked > (2 if store == "cephfs" else 0):
+    fail("%d requests to stat %d names looked up a moment before: news "
+         "of other names made them uncached" % (asked, S))
 
 # a name mount 2 makes: found within a second, then the agent is asked
 os.mkdir(m1 + "/told")
