@@ -249,12 +249,6 @@ static int watch_dir_in(const struct file_handle *fh, struct agent_obj *obj)
 }
 
 /*
- * The (dev, ino) of the object fh names: 0, or -ENOENT.  in: the event
- * named its directory, which lies beneath the root, so the object is
- * looked up if need be (and a directory it names lies beneath the root
- * too); otherwise only an object seen beneath the root before is known.
- */
-/*
  * Whether the file a cached entry names still exists: its number may be
  * another object's once it is gone.  One open by handle; only ESTALE or
  * ENOENT (the handle names nothing any more) says gone, and empties e.
@@ -275,6 +269,12 @@ static int watch_live(struct watch_ent *e, const struct file_handle *fh)
 	return 0;
 }
 
+/*
+ * The (dev, ino) of the object fh names: 0, or -ENOENT.  in: the event
+ * named its directory, which lies beneath the root, so the object is
+ * looked up if need be (and a directory it names lies beneath the root
+ * too); otherwise only an object seen beneath the root before is known.
+ */
 static int watch_obj(const struct file_handle *fh, int in,
 		     struct agent_obj *obj)
 {

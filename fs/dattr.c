@@ -17,9 +17,9 @@
  * (two creates in one directory may be answered in either order), and no
  * notification between the request and its reply may have been about it
  * (another session may have changed it after; the agent tells of that:
- * bcfs_notify_touched_locked(), news of other objects does not count).  A notification
- * about the directory, RESET, a reconnect or the kernel forgetting it
- * drops what is kept; it lasts attr_timeout at most.
+ * bcfs_notify_touched_locked(), news of other objects does not count).
+ * A notification about the directory, RESET, a reconnect or the kernel
+ * forgetting it drops what is kept; it lasts attr_timeout at most.
  *
  * A change of the directory itself rather than of a name in it (SETATTR,
  * SETXATTR, REMOVEXATTR) is a change in flight like the others, whose
