@@ -153,6 +153,24 @@ static inline void agent_fd_give(void)
 	atomic_fetch_sub(&agent_fds_used, 1);
 }
 
+/*
+ * linger.c: a file removed while a session held it open is kept, when the
+ * session ends, AGENT_LINGER_S seconds (at most AGENT_LINGER_MAX of them
+ * for all sessions, the oldest going first), so that its host, which
+ * reconnects and opens it again by handle, still finds it.  keep: takes
+ * fd (and its unit of the descriptor budget) and returns 1 when fd is a
+ * regular file with no name left; 0 leaves fd to the caller.  claim: fd
+ * was just opened on a file; one lingering for it is closed.  expire:
+ * closes those past their time (cheap while none lingers).  fini: closes
+ * all.  Any thread.
+ */
+#define AGENT_LINGER_S		60
+#define AGENT_LINGER_MAX	256
+int agent_linger_keep(int fd);
+void agent_linger_claim(int fd);
+void agent_linger_expire(void);
+void agent_linger_fini(void);
+
 /* log.c: "bluecache-agent: LEVEL: message" on stderr. */
 void agent_log(int level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

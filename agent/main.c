@@ -2024,6 +2024,7 @@ int main(int argc, char **argv)
 	}
 	memset(&total, 0, sizeof(total));
 	agent_workers_stop(&total);
+	agent_linger_fini();
 	agent_notify_fini();
 	bcp_xrdma_shutdown();
 	agent_backend->ops->sync(agent_backend);

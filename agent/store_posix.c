@@ -782,7 +782,10 @@ static void posix_destroy(struct agent_store *bs)
 	for (i = 0; i < s->nfiles; i++) {
 		struct agent_file *f = store_file_at(s, i);
 
-		if (f->fd >= 0) {
+		if (f->fd < 0)
+			continue;
+		/* a removed file its host may open again: linger.c */
+		if (f->dir || !agent_linger_keep(f->fd)) {
 			close(f->fd);
 			agent_fd_give();
 		}
@@ -1747,6 +1750,9 @@ static int posix_reopen(struct agent_store *bs, const struct bcp_reopen_req *r,
 		close(fd);
 		return ret;
 	}
+	/* this descriptor keeps a removed file now: linger.c */
+	if (!r->dir)
+		agent_linger_claim(fd);
 	memset(out, 0, sizeof(*out));
 	out->fh = fh;
 	return 0;

@@ -478,6 +478,7 @@ static void *worker_main(void *arg)
 		io_uring_submit(&w->ring.ring);
 		worker_kick(w);
 		worker_pass(w);
+		agent_linger_expire();
 		/* post what the pass queued; polled completions keep us up */
 		busy = worker_kick(w);
 		io_uring_submit(&w->ring.ring);
