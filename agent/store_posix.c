@@ -785,7 +785,7 @@ static void posix_destroy(struct agent_store *bs)
 		if (f->fd < 0)
 			continue;
 		/* a removed file its host may open again: linger.c */
-		if (f->dir || !agent_linger_keep(f->fd)) {
+		if (f->dir || f->closing || !agent_linger_keep(f->fd)) {
 			close(f->fd);
 			agent_fd_give();
 		}
