@@ -501,13 +501,18 @@ void bcfs_fill_entry(const struct bcp_entry *entry, uint64_t parent,
  * -ENOTCONN there; to an application ENOTCONN on a FUSE mount means its
  * daemon died, which is not the case, so it becomes EIO.  An answer that
  * did not come within -o timeout is -ETIMEDOUT, which no file system call
- * returns: EIO too.
+ * returns: EIO too.  -EBADF is the agent's answer for an open file it does
+ * not know (one that could not be opened again after the agent restarted
+ * or the connection was lost; the kernel checks a descriptor's modes
+ * before it asks): the application's descriptor is valid, the file is
+ * lost, so EIO as well.
  */
 static inline int bcfs_errno(int status)
 {
 	if (status >= 0)
 		return 0;
-	return status == -ENOTCONN || status == -ETIMEDOUT ? EIO : -status;
+	return status == -ENOTCONN || status == -ETIMEDOUT ||
+	       status == -EBADF ? EIO : -status;
 }
 
 /* fuse_reply_err of a status, converted by bcfs_errno(). */
