@@ -6,7 +6,9 @@
 # 1. It comes back within -o reconnect_timeout (tcp: started again on the
 #    same port and state directory; shm: the daemon starts its private
 #    agent again by itself): the requests made meanwhile wait and succeed,
-#    and a file opened before the loss reads and writes after it.
+#    and a file opened before the loss reads and writes after it; one
+#    removed while open is gone with the agent, and its descriptor gives
+#    EIO (not EBADF: it is valid to the application).
 # 2. It does not come back: after reconnect_timeout=2 applications get EIO
 #    (not ENOTCONN, which on a FUSE mount means its daemon died, and no
 #    hang), the daemon stays up and unmounts cleanly.
@@ -82,11 +84,15 @@ mkdir "$BCF_MNT/d" && echo inside > "$BCF_MNT/d/g" ||
 fifo=$BCF_TMP/step
 mkfifo "$fifo" || bcf_hard "mkfifo"
 timeout 60 python3 - "$BCF_MNT" "$fifo" <<'PY' &
-import os, sys
+import errno, os, sys
 m, fifo = sys.argv[1], sys.argv[2]
 fd = os.open(os.path.join(m, "held"), os.O_CREAT | os.O_RDWR, 0o644)
 os.pwrite(fd, b"held before\n", 0)
 os.fsync(fd)
+# a removed file only the agent's descriptor kept: gone with the agent
+gone = os.open(os.path.join(m, "gone"), os.O_CREAT | os.O_RDWR, 0o644)
+os.pwrite(gone, b"gone\n", 0)
+os.unlink(os.path.join(m, "gone"))
 with open(fifo, "w") as f:
     f.write("opened\n")
 with open(fifo) as f:
@@ -96,6 +102,20 @@ def check(what, got, want):
     if got != want:
         sys.exit("%s: %r, expected %r" % (what, got, want))
 check("read of the held file", os.pread(fd, 64, 0), b"held before\n")
+# the descriptor is valid to the application: EIO, never EBADF
+try:
+    os.pread(gone, 64, 0)
+    sys.exit("a removed file read after the agent was killed")
+except OSError as e:
+    if e.errno != errno.EIO:
+        sys.exit("read of a removed file lost with the agent: %s, "
+                 "expected EIO" % e.strerror)
+try:
+    os.close(gone)	# the descriptor goes; EIO may say the file was lost
+except OSError as e:
+    if e.errno != errno.EIO:
+        sys.exit("close of a removed file lost with the agent: %s"
+                 % e.strerror)
 os.pwrite(fd, b"held after!\n", 0)
 os.fsync(fd)
 check("read back", os.pread(fd, 64, 0), b"held after!\n")
