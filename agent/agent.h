@@ -157,17 +157,26 @@ static inline void agent_fd_give(void)
  * linger.c: a file removed while a session held it open is kept, when the
  * session ends, AGENT_LINGER_S seconds (at most AGENT_LINGER_MAX of them
  * for all sessions, the oldest going first), so that its host, which
- * reconnects and opens it again by handle, still finds it.  keep: takes
- * fd (and its unit of the descriptor budget) and returns 1 when fd is a
- * regular file with no name left; 0 leaves fd to the caller.  claim: fd
- * was just opened on a file; one lingering for it is closed.  expire:
- * closes those past their time (cheap while none lingers).  fini: closes
- * all.  Any thread.
+ * reconnects and opens it again by handle, still finds it.  keep_obj:
+ * keeps the open file obj of the removed object (dev, ino) (close_fn(obj)
+ * lets go of it, under linger.c's lock: it must not block) and returns
+ * 1; 0 (stopping) leaves obj to the caller.  keep: the same for a
+ * descriptor (and its unit of the descriptor budget), when fd is a
+ * regular file with no name left.  claim_obj: (dev, ino) was just opened
+ * again; what lingers of it is let go.  claim: the same for a new
+ * descriptor.  holds: whether (dev, ino) lingers.  expire: lets go of
+ * those past their time (cheap while none lingers).  fini: lets go of
+ * all, keeps nothing from then on.  Any thread.
  */
 #define AGENT_LINGER_S		60
 #define AGENT_LINGER_MAX	256
+typedef void (*agent_linger_close_fn)(void *obj);
+int agent_linger_keep_obj(uint64_t dev, uint64_t ino,
+			  agent_linger_close_fn close_fn, void *obj);
 int agent_linger_keep(int fd);
+void agent_linger_claim_obj(uint64_t dev, uint64_t ino);
 void agent_linger_claim(int fd);
+int agent_linger_holds(uint64_t dev, uint64_t ino);
 void agent_linger_expire(void);
 void agent_linger_fini(void);
 

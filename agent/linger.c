@@ -19,24 +19,27 @@
  * At most AGENT_LINGER_MAX descriptors linger, for all sessions: a host
  * that makes many end with removed files open only shortens how long the
  * others' stay (the oldest goes first), which is how it was without this.
- * Each keeps its unit of the descriptor budget (agent_fd_take()) until
- * it is closed.
+ * A descriptor keeps its unit of the descriptor budget (agent_fd_take())
+ * until it is closed.
  *
- * Threads: any worker (store teardown, REOPEN, the periodic expiry); one
- * mutex, a leaf.  agent_linger_expire() looks at an atomic count first, so
+ * Threads: any worker (store teardown, REOPEN, the periodic expiry), the
+ * cephfs store's closer; one mutex, taken before the closer's lock (a
+ * close callback runs under it, and must not block).  agent_linger_expire() looks at an atomic count first, so
  * it costs nothing while nothing lingers.
  */
 #include "config.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <unistd.h>
 #include <sys/stat.h>
 
 #include "agent.h"
 
 struct linger_ent {
-	int fd;			/* -1: free */
+	agent_linger_close_fn close;	/* NULL: free */
+	void *obj;
 	uint64_t dev, ino;
 	uint64_t until;		/* agent_now_ns() */
 };
@@ -44,7 +47,7 @@ struct linger_ent {
 static pthread_mutex_t linger_lock = PTHREAD_MUTEX_INITIALIZER;
 /* under linger_lock */
 static struct linger_ent linger[AGENT_LINGER_MAX];
-static unsigned int linger_init;
+static int linger_done;		/* agent_linger_fini() ran: keep nothing */
 /* entries in use; written under linger_lock */
 static atomic_uint linger_count;
 static uint64_t linger_kept, linger_claimed, linger_expired;
@@ -52,36 +55,24 @@ static uint64_t linger_kept, linger_claimed, linger_expired;
 /* Called with the lock held. */
 static void linger_close(struct linger_ent *e)
 {
-	close(e->fd);
-	agent_fd_give();
-	e->fd = -1;
+	e->close(e->obj);
+	e->close = NULL;
 	atomic_fetch_sub(&linger_count, 1);
 }
 
-/* Called with the lock held. */
-static void linger_setup(void)
-{
-	unsigned int i;
-
-	if (linger_init)
-		return;
-	for (i = 0; i < AGENT_LINGER_MAX; i++)
-		linger[i].fd = -1;
-	linger_init = 1;
-}
-
-int agent_linger_keep(int fd)
+int agent_linger_keep_obj(uint64_t dev, uint64_t ino,
+			  agent_linger_close_fn close_fn, void *obj)
 {
 	struct linger_ent *e = NULL, *old = NULL;
-	struct stat st;
 	unsigned int i;
 
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink)
-		return 0;
 	pthread_mutex_lock(&linger_lock);
-	linger_setup();
+	if (linger_done) {
+		pthread_mutex_unlock(&linger_lock);
+		return 0;
+	}
 	for (i = 0; i < AGENT_LINGER_MAX && !e; i++) {
-		if (linger[i].fd < 0)
+		if (!linger[i].close)
 			e = &linger[i];
 		else if (!old || linger[i].until < old->until)
 			old = &linger[i];
@@ -91,37 +82,76 @@ int agent_linger_keep(int fd)
 		linger_close(e);
 		linger_expired++;
 	}
-	e->fd = fd;
-	e->dev = (uint64_t)st.st_dev;
-	e->ino = (uint64_t)st.st_ino;
+	e->close = close_fn;
+	e->obj = obj;
+	e->dev = dev;
+	e->ino = ino;
 	e->until = agent_now_ns() + AGENT_LINGER_S * 1000000000ull;
 	atomic_fetch_add(&linger_count, 1);
 	linger_kept++;
 	pthread_mutex_unlock(&linger_lock);
 	agent_dbg("linger: a removed file still open (%llu:%llu) kept %d s "
-		  "for its host to reopen", (unsigned long long)st.st_dev,
-		  (unsigned long long)st.st_ino, AGENT_LINGER_S);
+		  "for its host to reopen", (unsigned long long)dev,
+		  (unsigned long long)ino, AGENT_LINGER_S);
 	return 1;
 }
 
-void agent_linger_claim(int fd)
+static void linger_close_fd(void *obj)
+{
+	close((int)(intptr_t)obj);
+	agent_fd_give();
+}
+
+int agent_linger_keep(int fd)
 {
 	struct stat st;
+
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink)
+		return 0;
+	return agent_linger_keep_obj((uint64_t)st.st_dev, (uint64_t)st.st_ino,
+				     linger_close_fd, (void *)(intptr_t)fd);
+}
+
+void agent_linger_claim_obj(uint64_t dev, uint64_t ino)
+{
 	unsigned int i;
 
-	if (!atomic_load_explicit(&linger_count, memory_order_relaxed) ||
-	    fstat(fd, &st) < 0 || st.st_nlink)
+	if (!atomic_load_explicit(&linger_count, memory_order_relaxed))
 		return;
 	pthread_mutex_lock(&linger_lock);
-	for (i = 0; i < AGENT_LINGER_MAX && linger_init; i++) {
-		if (linger[i].fd >= 0 &&
-		    linger[i].dev == (uint64_t)st.st_dev &&
-		    linger[i].ino == (uint64_t)st.st_ino) {
+	for (i = 0; i < AGENT_LINGER_MAX; i++) {
+		if (linger[i].close && linger[i].dev == dev &&
+		    linger[i].ino == ino) {
 			linger_close(&linger[i]);
 			linger_claimed++;
 		}
 	}
 	pthread_mutex_unlock(&linger_lock);
+}
+
+void agent_linger_claim(int fd)
+{
+	struct stat st;
+
+	if (!atomic_load_explicit(&linger_count, memory_order_relaxed) ||
+	    fstat(fd, &st) < 0 || st.st_nlink)
+		return;
+	agent_linger_claim_obj((uint64_t)st.st_dev, (uint64_t)st.st_ino);
+}
+
+int agent_linger_holds(uint64_t dev, uint64_t ino)
+{
+	unsigned int i;
+	int found = 0;
+
+	if (!atomic_load_explicit(&linger_count, memory_order_relaxed))
+		return 0;
+	pthread_mutex_lock(&linger_lock);
+	for (i = 0; i < AGENT_LINGER_MAX && !found; i++)
+		found = linger[i].close && linger[i].dev == dev &&
+			linger[i].ino == ino;
+	pthread_mutex_unlock(&linger_lock);
+	return found;
 }
 
 void agent_linger_expire(void)
@@ -135,7 +165,7 @@ void agent_linger_expire(void)
 		return;		/* another worker is at it */
 	now = agent_now_ns();
 	for (i = 0; i < AGENT_LINGER_MAX; i++) {
-		if (linger[i].fd >= 0 && linger[i].until <= now) {
+		if (linger[i].close && linger[i].until <= now) {
 			linger_close(&linger[i]);
 			linger_expired++;
 		}
@@ -148,14 +178,18 @@ void agent_linger_fini(void)
 	unsigned int i;
 
 	pthread_mutex_lock(&linger_lock);
-	for (i = 0; i < AGENT_LINGER_MAX && linger_init; i++)
-		if (linger[i].fd >= 0)
+	linger_done = 1;
+	for (i = 0; i < AGENT_LINGER_MAX; i++)
+		if (linger[i].close) {
 			linger_close(&linger[i]);
+			linger_expired++;
+		}
+	/* what a host got back after a cut, for whoever asks what happened */
 	if (linger_kept)
-		agent_dbg("linger: %llu removed files kept for their hosts, "
-			  "%llu opened again, %llu closed unclaimed",
-			  (unsigned long long)linger_kept,
-			  (unsigned long long)linger_claimed,
-			  (unsigned long long)linger_expired);
+		agent_info("linger: %llu removed files kept for their hosts, "
+			   "%llu opened again, %llu closed unclaimed",
+			   (unsigned long long)linger_kept,
+			   (unsigned long long)linger_claimed,
+			   (unsigned long long)linger_expired);
 	pthread_mutex_unlock(&linger_lock);
 }

@@ -98,6 +98,10 @@ static void cs_watch_self(struct ceph_backend *cb, uint64_t ino,
 static void cs_watch_name(struct ceph_backend *cb, uint64_t dir,
 			  const char *name, uint64_t ino);
 static void cs_dio_put(struct ceph_backend *cb, uint64_t ino);
+static int cs_dio_open(struct ceph_backend *cb, uint64_t ino);
+struct cs_close;
+static int cs_linger(struct ceph_backend *cb, struct cs_close *c,
+		     int stopping);
 
 #define CS_DIO_BUCKETS	1024	/* cs_dio_get() */
 
@@ -106,9 +110,11 @@ static void cs_dio_put(struct ceph_backend *cb, uint64_t ino);
 /* A Fh or a directory stream whose last user is gone, to be closed. */
 struct cs_close {
 	struct cs_close *next;
+	struct ceph_backend *cb;
 	struct Fh *fh;
 	struct ceph_dir_result *dir;
 	uint64_t dio_ino;		/* cs_dio_put() once closed; 0: none */
+	uint64_t linger_ino;		/* fh's file, to keep if removed */
 };
 
 struct ceph_backend {
@@ -161,6 +167,7 @@ static void *cs_closer_main(void *arg)
 {
 	struct ceph_backend *cb = arg;
 	struct cs_close *c;
+	int stopping;
 
 	pthread_mutex_lock(&cb->close_lock);
 	for (;;) {
@@ -170,7 +177,12 @@ static void *cs_closer_main(void *arg)
 		if (!c)
 			break;		/* stopping, and drained */
 		cb->close_head = c->next;
+		stopping = cb->close_stop;
 		pthread_mutex_unlock(&cb->close_lock);
+		if (c->linger_ino && cs_linger(cb, c, stopping)) {
+			pthread_mutex_lock(&cb->close_lock);
+			continue;	/* linger.c has it now */
+		}
 		if (c->fh)
 			ceph_ll_close(cb->cm, c->fh);
 		if (c->dir)
@@ -194,13 +206,66 @@ static void cs_closer_join(struct ceph_backend *cb)
 	pthread_join(cb->closer, NULL);
 }
 
+static void cs_close_queue(struct ceph_backend *cb, struct cs_close *c)
+{
+	pthread_mutex_lock(&cb->close_lock);
+	c->next = cb->close_head;
+	cb->close_head = c;
+	pthread_cond_signal(&cb->close_cond);
+	pthread_mutex_unlock(&cb->close_lock);
+}
+
+/* linger.c lets go of a Fh it kept: close it on the closer after all */
+static void cs_linger_close(void *obj)
+{
+	struct cs_close *c = obj;
+
+	c->linger_ino = 0;
+	cs_close_queue(c->cb, c);
+}
+
+/*
+ * On the closer: c's Fh, of a session that ended with it open, is handed
+ * to linger.c when its file (c->linger_ino) has no name left and no other
+ * Fh of this agent holds it, so that its host, reconnecting, finds it
+ * (cfs_reopen() claims it); 1: kept.  A Fh closed while the cluster does
+ * not answer waits as long anyway.
+ */
+static int cs_linger(struct ceph_backend *cb, struct cs_close *c,
+		     int stopping)
+{
+	inodeno_t ino = { c->linger_ino };
+	struct ceph_statx x;
+	Inode *in;
+	int ret;
+
+	if (!c->fh || stopping)
+		return 0;
+	/* the host opened it again already (REOPEN came first) */
+	if (cs_dio_open(cb, c->linger_ino) > (c->dio_ino ? 1 : 0))
+		return 0;
+	if (ceph_ll_lookup_inode(cb->cm, ino, &in) < 0)
+		return 0;
+	ret = ceph_ll_getattr(cb->cm, in, &x, CEPH_STATX_MODE |
+			      CEPH_STATX_NLINK, AT_SYMLINK_NOFOLLOW,
+			      cb->perms);
+	ceph_ll_put(cb->cm, in);
+	if (ret < 0 || !S_ISREG(x.stx_mode) || x.stx_nlink)
+		return 0;
+	return agent_linger_keep_obj(cb->dev, c->linger_ino,
+				     cs_linger_close, c);
+}
+
 /*
  * Close fh or dir on the closer (never blocks the caller), then let go of
- * dio_ino's count (cs_dio_get()) when not 0.  Out of memory: close here,
- * which may wait, rather than leak a capability.
+ * dio_ino's count (cs_dio_get()) when not 0; a Fh whose file (linger_ino,
+ * 0: none) may have no name left is kept a while if so (cs_linger()).
+ * Out of memory: close here, which may wait, rather than leak a
+ * capability.
  */
-static void cs_close_later(struct ceph_backend *cb, struct Fh *fh,
-			   struct ceph_dir_result *dir, uint64_t dio_ino)
+static void cs_close_kept(struct ceph_backend *cb, struct Fh *fh,
+			  struct ceph_dir_result *dir, uint64_t dio_ino,
+			  uint64_t linger_ino)
 {
 	struct cs_close *c = malloc(sizeof(*c));
 
@@ -213,14 +278,18 @@ static void cs_close_later(struct ceph_backend *cb, struct Fh *fh,
 			cs_dio_put(cb, dio_ino);
 		return;
 	}
+	c->cb = cb;
 	c->fh = fh;
 	c->dir = dir;
 	c->dio_ino = dio_ino;
-	pthread_mutex_lock(&cb->close_lock);
-	c->next = cb->close_head;
-	cb->close_head = c;
-	pthread_cond_signal(&cb->close_cond);
-	pthread_mutex_unlock(&cb->close_lock);
+	c->linger_ino = linger_ino;
+	cs_close_queue(cb, c);
+}
+
+static void cs_close_later(struct ceph_backend *cb, struct Fh *fh,
+			   struct ceph_dir_result *dir, uint64_t dio_ino)
+{
+	cs_close_kept(cb, fh, dir, dio_ino, 0);
 }
 
 /*
@@ -305,6 +374,22 @@ static void cs_dio_put(struct ceph_backend *cb, uint64_t ino)
 		free(d);
 	}
 	pthread_mutex_unlock(&cb->dio_lock);
+}
+
+/* How many Fhs of ino that go through the cacher are open. */
+static int cs_dio_open(struct ceph_backend *cb, uint64_t ino)
+{
+	struct cs_dio *d;
+	int n = 0;
+
+	pthread_mutex_lock(&cb->dio_lock);
+	for (d = cb->dio[ino % CS_DIO_BUCKETS]; d && d->ino != ino;
+	     d = d->next)
+		;
+	if (d)
+		n = (int)d->cached;
+	pthread_mutex_unlock(&cb->dio_lock);
+	return n;
 }
 
 static void cs_dio_free(struct ceph_backend *cb)
@@ -887,6 +972,13 @@ static void cfs_destroy(struct agent_store *bs)
 			pthread_mutex_destroy(&f->dlock);
 		if (!f->used)
 			continue;
+		/* a removed file its host may open again: cs_linger() */
+		if (f->fh && !f->closing) {
+			cs_close_kept(s->cb, f->fh, NULL, f->dio_ino,
+				      f->node->ino);
+			f->fh = NULL;
+			f->dio_ino = 0;
+		}
 		cs_file_close(s, f);
 		/* a node the host forgot lives on only for its files */
 		if (cs_node_unref_locked(f->node))
@@ -2097,7 +2189,8 @@ static int cfs_reopen(struct agent_store *bs, const struct bcp_reopen_req *r,
 {
 	struct ceph_store *s = (struct ceph_store *)bs;
 	uint32_t idx = (uint32_t)(r->fh & 0xffffffffu);
-	int used;
+	struct ceph_node *n;
+	int used, ret;
 
 	if (idx == 0 || (r->fh >> 32) == 0 || idx > cs_max_files() ||
 	    r->dir > 1)
@@ -2109,8 +2202,14 @@ static int cfs_reopen(struct agent_store *bs, const struct bcp_reopen_req *r,
 		return -EEXIST;
 	/* what the first OPEN did is done: never truncate again; a
 	 * concurrent REOPEN of the same fh loses in cs_file_new() */
-	return cs_open(s, r->handle, r->flags & ~(uint32_t)O_TRUNC,
-		       (int)r->dir, r->fh, out);
+	ret = cs_open(s, r->handle, r->flags & ~(uint32_t)O_TRUNC,
+		      (int)r->dir, r->fh, out);
+	/* this Fh keeps a removed file now: what lingers of it may go */
+	if (ret == 0 && !r->dir && (n = cs_node_get(s, r->handle))) {
+		agent_linger_claim_obj(s->cb->dev, n->ino);
+		cs_node_put(s, n);
+	}
+	return ret;
 }
 
 static int cfs_release(struct agent_store *bs, uint64_t handle, uint64_t fh,
@@ -2144,8 +2243,13 @@ static int cs_fid_inode(struct ceph_store *s, const uint8_t fid[BCP_FID_LEN],
 		return ret == -ENOMEM ? ret : -ESTALE;
 	ret = ceph_ll_getattr(s->cm, *in, x, CS_WANT, AT_SYMLINK_NOFOLLOW,
 			      s->cb->perms);
-	if (ret == 0 && x->stx_nlink == 0)
-		ret = -ESTALE;		/* unlinked, kept by another open */
+	/* unlinked: alive while this agent holds it open (as a posix
+	 * store's handle is), so that a host that had it open at a cut
+	 * gets it back */
+	if (ret == 0 && x->stx_nlink == 0 &&
+	    !cs_dio_open(s->cb, ino.val) &&
+	    !agent_linger_holds(s->cb->dev, ino.val))
+		ret = -ESTALE;
 	if (ret < 0) {
 		ceph_ll_put(s->cm, *in);
 		return ret == -ENOMEM ? ret : -ESTALE;
