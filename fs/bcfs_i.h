@@ -97,6 +97,7 @@ struct bcfs_inode {
 	int open_valid;		/* 1 recorded, -1 opened unrecorded, 0 not */
 	uint64_t absent_until[BCFS_XA_N]; /* that xattr is absent until (ns) */
 	uint32_t xattr_gen;	/* setxattr/removexattr seen */
+	uint64_t listed_until;	/* a directory: its listing kept until (ns) */
 	int stale;		/* a restarted agent no longer has it */
 	uint8_t fid[BCP_FID_LEN]; /* its lasting name, from the last entry */
 };
@@ -261,6 +262,15 @@ int bcfs_inode_xattr_absent(uint64_t handle, int kind, uint32_t *gen);
 /* The agent said -ENODATA to a question asked at generation gen. */
 void bcfs_inode_xattr_absent_known(uint64_t handle, int kind, uint32_t gen);
 void bcfs_inode_xattr_forget(uint64_t handle);
+
+/*
+ * A directory's listing the kernel may keep (ops_dir.c): listed says the
+ * agent was asked for it from the start (the entries the kernel got then
+ * last entry_timeout); kept: whether that was less than entry_timeout
+ * ago, so that a listing is never older than the names it lists.
+ */
+void bcfs_inode_listed(uint64_t handle);
+int bcfs_inode_listing_kept(uint64_t handle);
 
 /*
  * What the table knows, for dropping every cache: each inode with the

@@ -300,6 +300,35 @@ void bcfs_inode_xattr_absent_known(uint64_t handle, int kind, uint32_t gen)
 	pthread_mutex_unlock(&t->lock);
 }
 
+void bcfs_inode_listed(uint64_t handle)
+{
+	struct bcfs_itable *t = &bcfs_g.itable;
+	struct bcfs_inode *in;
+	uint64_t until;
+
+	until = bcfs_now_ns() + (uint64_t)(bcfs_g.o.entry_timeout * 1e9);
+	pthread_mutex_lock(&t->lock);
+	in = bcfs_ifind_xattr(t, handle);
+	if (in)
+		in->listed_until = until;
+	pthread_mutex_unlock(&t->lock);
+}
+
+int bcfs_inode_listing_kept(uint64_t handle)
+{
+	struct bcfs_itable *t = &bcfs_g.itable;
+	struct bcfs_inode *in;
+	uint64_t now = bcfs_now_ns();
+	int kept = 0;
+
+	pthread_mutex_lock(&t->lock);
+	in = bcfs_ifind_xattr(t, handle);
+	if (in)
+		kept = in->listed_until > now;
+	pthread_mutex_unlock(&t->lock);
+	return kept;
+}
+
 void bcfs_inode_xattr_forget(uint64_t handle)
 {
 	struct bcfs_itable *t = &bcfs_g.itable;

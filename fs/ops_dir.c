@@ -257,6 +257,13 @@ void bcfs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	bcfs_call_reply(req, &m, BCFS_REPLY_RENAME, 0, NULL);
 }
 
+/* Whether the kernel may keep directory listings (bcfs_op_opendir()). */
+static int bcfs_listings_kept(void)
+{
+	return (bcfs_g.features & BCP_FEAT_NOTIFY) &&
+	       bcfs_g.o.attr_timeout > 0 && bcfs_g.o.entry_timeout > 0;
+}
+
 void bcfs_op_opendir(fuse_req_t req, fuse_ino_t ino,
 		     struct fuse_file_info *fi)
 {
@@ -273,6 +280,19 @@ void bcfs_op_opendir(fuse_req_t req, fuse_ino_t ino,
 	}
 	fi->fh = r.u.open_rep.fh;
 	bcfs_open_add(fi->fh, bcfs_handle(ino), fi->flags, 1);
+	/*
+	 * The kernel keeps the listing (FOPEN_CACHE_DIR) while the agent
+	 * tells of changes: it starts over after its own changes to the
+	 * directory, when the notifier drops the directory's pages (a name
+	 * changed elsewhere), and when the directory's mtime is not the one
+	 * it had at the listing.  It is kept (FOPEN_KEEP_CACHE) only while
+	 * younger than the names it brought: an older one would make the
+	 * kernel look up every name again, where a new listing brings them.
+	 */
+	if (bcfs_listings_kept()) {
+		fi->cache_readdir = 1;
+		fi->keep_cache = bcfs_inode_listing_kept(bcfs_handle(ino));
+	}
 	if (fuse_reply_open(req, fi)) {
 		bcfs_open_del(fi->fh);
 		/* the kernel is gone: it will never release this fh */
@@ -345,6 +365,8 @@ static void bcfs_readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 		bcfs_reply_status(req, ret);
 		return;
 	}
+	if (off == 0 && bcfs_listings_kept())
+		bcfs_inode_listed(parent);
 	while (bcp_dirent_next(&r, plus, &it, &v) == 1) {
 		memcpy(name, v.name, v.d.name_len);
 		name[v.d.name_len] = '\0';

@@ -8,7 +8,8 @@
 # inode) is appended to, overwritten in place with the same size,
 # replaced by a rename and removed; files made here are replaced
 # elsewhere at once (within one sweep of a cephfs store); a directory
-# already listed here gains a subdirectory; an ACL set elsewhere denies a
+# already listed here gains a subdirectory, one listed here loses names
+# renamed and removed; an ACL set elsewhere denies a
 # user what this mount let it read.  stat sees the new size, a
 # new open reads the new bytes, never the cached ones, an open
 # descriptor reads them too, names come and go.  A second mount of the
@@ -151,6 +152,16 @@ mkdir "$c/d"
 printf 'new\n' > "$c/d/g"
 soon "listing after a create elsewhere" "d" ls "$m"
 bcf_eq "file made elsewhere" "new" "$(cat "$m/d/g")"
+
+# a listing kept here follows names renamed and removed elsewhere
+mkdir "$c/e"
+printf 'x\n' > "$c/e/x"
+soon "listing of a directory made elsewhere" "x" ls "$m/e"
+mv "$c/e/x" "$c/e/y"
+soon "listing after a rename elsewhere" "y" ls "$m/e"
+rm "$c/e/y"
+soon "listing after a remove elsewhere" "" ls "$m/e"
+rmdir "$c/e"
 
 # an ACL set elsewhere on a file whose lack of one this mount has seen: the
 # kernel checks the new one within a second (the agent tells, the cached

@@ -165,6 +165,28 @@ os.rename(m1 + "/g.new", m1 + "/g")
 within("a name renamed over reads the new file",
        lambda: read(m2 + "/g") == b"replaced\n")
 
+# listings mount 2 read (and the kernel may keep) follow renames, in a
+# directory and out of one
+os.mkdir(m1 + "/s")
+put(m1 + "/s/a", b"a\n")
+put(m1 + "/s/b", b"b\n")
+within("a new directory's names are listed",
+       lambda: sorted(os.listdir(m2 + "/s")) == ["a", "b"])
+sorted(os.listdir(m2))
+os.rename(m1 + "/s/a", m1 + "/s/c")
+within("a name renamed in a directory is listed under its new name",
+       lambda: sorted(os.listdir(m2 + "/s")) == ["b", "c"])
+os.rename(m1 + "/s/b", m1 + "/moved")
+within("a name moved out is no longer listed",
+       lambda: sorted(os.listdir(m2 + "/s")) == ["c"])
+within("a name moved in is listed",
+       lambda: "moved" in os.listdir(m2))
+os.unlink(m1 + "/moved")
+os.unlink(m1 + "/s/c")
+within("an emptied directory lists nothing",
+       lambda: os.listdir(m2 + "/s") == [])
+os.rmdir(m1 + "/s")
+
 sys.exit(fscheck.status())
 PY
 
