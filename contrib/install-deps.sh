@@ -6,7 +6,7 @@
 # qemu + Debian's kernel for the Soft-RoCE RDMA suite, libcephfs and a
 # Ceph cluster's daemons for the cephfs store).  --bench adds what
 # `make bench` compares with and draws with (sshfs, bindfs, fuse-overlayfs,
-# fio, gnuplot, perf).
+# fio, gnuplot, perf) and the workload of tests/bench/dbench.sh.
 set -eu
 build="autoconf automake make gcc pkg-config
 	libfuse3-dev fuse3 liburing-dev libssl-dev libinih-dev libattr1-dev
@@ -24,7 +24,7 @@ tests="$tests prometheus"
 tests="$tests libcephfs-dev ceph-mon ceph-osd ceph-mds ceph-fuse ceph-common
 	uuid-runtime bc"
 bench="fio gnuplot-nox sshfs openssh-server openssh-client bindfs
-	fuse-overlayfs linux-perf"
+	fuse-overlayfs linux-perf dbench"
 pkgs=$build
 case "${1:-}" in
 --tests) pkgs="$build $tests" ;;
