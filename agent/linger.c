@@ -11,12 +11,13 @@
  * closes its descriptors when it is freed, often before the new session's
  * REOPEN arrives, so such a file was gone after every cut (EIO on the
  * host), where a local file system keeps it until its last close.  The
- * store hands such a descriptor here instead of closing it; it stays
+ * store hands such a descriptor (posix) or open file (a cephfs store's
+ * Fh, let go of through its closer) here instead of closing it; it stays
  * AGENT_LINGER_S seconds, or until a session opens the same file again
  * (agent_linger_claim(): the new descriptor keeps it then, and the space
  * is freed at the host's last close, not a minute later).
  *
- * At most AGENT_LINGER_MAX descriptors linger, for all sessions: a host
+ * At most AGENT_LINGER_MAX files linger, for all sessions: a host
  * that makes many end with removed files open only shortens how long the
  * others' stay (the oldest goes first), which is how it was without this.
  * A descriptor keeps its unit of the descriptor budget (agent_fd_take())
@@ -24,8 +25,9 @@
  *
  * Threads: any worker (store teardown, REOPEN, the periodic expiry), the
  * cephfs store's closer; one mutex, taken before the closer's lock (a
- * close callback runs under it, and must not block).  agent_linger_expire() looks at an atomic count first, so
- * it costs nothing while nothing lingers.
+ * close callback runs under it, and must not block).
+ * agent_linger_expire() looks at an atomic count first, so it costs
+ * nothing while nothing lingers.
  */
 #include "config.h"
 
