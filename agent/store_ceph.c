@@ -948,14 +948,6 @@ out_free:
 	return NULL;
 }
 
-static void cs_file_close(struct ceph_store *s, struct agent_file *f)
-{
-	cs_close_later(s->cb, f->fh, f->dir, f->dio_ino);
-	f->fh = NULL;
-	f->dir = NULL;
-	f->dio_ino = 0;
-}
-
 static void cfs_destroy(struct agent_store *bs)
 {
 	struct ceph_store *s = (struct ceph_store *)bs;
@@ -973,13 +965,8 @@ static void cfs_destroy(struct agent_store *bs)
 		if (!f->used)
 			continue;
 		/* a removed file its host may open again: cs_linger() */
-		if (f->fh && !f->closing) {
-			cs_close_kept(s->cb, f->fh, NULL, f->dio_ino,
-				      f->node->ino);
-			f->fh = NULL;
-			f->dio_ino = 0;
-		}
-		cs_file_close(s, f);
+		cs_close_kept(s->cb, f->fh, f->dir, f->dio_ino,
+			      f->fh && !f->closing ? f->node->ino : 0);
 		/* a node the host forgot lives on only for its files */
 		if (cs_node_unref_locked(f->node))
 			cs_node_free(s, f->node);
