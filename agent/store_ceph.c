@@ -2842,13 +2842,17 @@ static long cs_call_readdir(struct ceph_store *s, struct agent_store_call *c)
  * checking the file system's max_file_size (a setattr does, EFBIG), and
  * a later truncate of a file grown to exabytes walks every object of the
  * range in the client's memory.  Grow it by a setattr first, so the
- * limit holds; what is left for fallocate is within the size.
+ * limit holds; what is left for fallocate is within the size.  A mode
+ * libcephfs refuses (it knows only KEEP_SIZE and PUNCH_HOLE) is refused
+ * before that: a failed fallocate changes nothing.
  */
 static int cs_call_fallocate(struct ceph_store *s, struct agent_store_call *c)
 {
 	struct ceph_statx x;
 	int ret;
 
+	if (c->mode & ~(uint32_t)(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE))
+		return -EOPNOTSUPP;
 	if (!(c->mode & (FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE))) {
 		ret = ceph_ll_getattr(s->cm, c->f->node->in, &x,
 				      CEPH_STATX_SIZE, 0, s->cb->perms);

@@ -454,6 +454,28 @@ static void case_ctime(void)
 		mtime_moved("fallocate inside the size", "a", &st);
 		expect_content("a", "0123456789", 10);
 	}
+	/*
+	 * A fallocate(2) the file system refuses changes nothing: zeroing a
+	 * range past the end (a CephFS has no FALLOC_FL_ZERO_RANGE) either
+	 * grows the file or leaves its size alone.
+	 */
+	if (!write_file("z", "0123456789", 10)) {
+		int fd = EXPECT_OK(open("z", O_WRONLY)), r = -1;
+
+		if (fd >= 0) {
+			r = fallocate(fd, FALLOC_FL_ZERO_RANGE, 65536, 4096);
+			if (r < 0 && errno != EOPNOTSUPP)
+				fail("fallocate(FALLOC_FL_ZERO_RANGE): %s",
+				     strerror(errno));
+			close(fd);
+		}
+		if (EXPECT_OK(lstat("z", &st)) == 0)
+			EXPECT_EQ(r < 0 ? "size after a refused zero range" :
+				  "size after a zero range past the end",
+				  st.st_size, r < 0 ? 10 : 69632);
+		if (r < 0)
+			expect_content("z", "0123456789", 10);
+	}
 	if (EXPECT_OK(lstat("e", &st)) == 0) {
 		int fd;
 
