@@ -2671,6 +2671,10 @@ static int cfs_call_begin(struct agent_store *bs, const struct bcp_msg *m,
 		if (fa->offset > INT64_MAX || fa->length > INT64_MAX ||
 		    fa->offset + fa->length > INT64_MAX)
 			return -EFBIG;
+		/* libcephfs knows no other mode (cs_call_fallocate()) */
+		if (fa->mode & ~(uint32_t)(FALLOC_FL_KEEP_SIZE |
+					   FALLOC_FL_PUNCH_HOLE))
+			return -EOPNOTSUPP;
 		c->f = cs_file_get(s, fa->fh, 0);
 		if (!c->f)
 			return cs_file_err(s, fa->fh, 0);
@@ -2843,16 +2847,14 @@ static long cs_call_readdir(struct ceph_store *s, struct agent_store_call *c)
  * a later truncate of a file grown to exabytes walks every object of the
  * range in the client's memory.  Grow it by a setattr first, so the
  * limit holds; what is left for fallocate is within the size.  A mode
- * libcephfs refuses (it knows only KEEP_SIZE and PUNCH_HOLE) is refused
- * before that: a failed fallocate changes nothing.
+ * libcephfs refuses (it knows only KEEP_SIZE and PUNCH_HOLE) never gets
+ * here (cfs_call_begin()): a failed fallocate changes nothing.
  */
 static int cs_call_fallocate(struct ceph_store *s, struct agent_store_call *c)
 {
 	struct ceph_statx x;
 	int ret;
 
-	if (c->mode & ~(uint32_t)(FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE))
-		return -EOPNOTSUPP;
 	if (!(c->mode & (FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE))) {
 		ret = ceph_ll_getattr(s->cm, c->f->node->in, &x,
 				      CEPH_STATX_SIZE, 0, s->cb->perms);
