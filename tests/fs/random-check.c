@@ -10,7 +10,11 @@
  * descriptor opens them).  Each file of TESTDIR is also open a second
  * time with O_DIRECT (read-only or read-write, chosen anew at each
  * reopen; after a new file, at its first direct read or write), and some
- * reads and writes go through that one.  Every
+ * reads and writes go through that one.  fallocate (allocate, with and
+ * without KEEP_SIZE, punch a hole, zero a range with and without
+ * KEEP_SIZE) goes to the mount first: a mode its store refuses
+ * (EOPNOTSUPP) is left out of the reference too.  copy_file_range copies
+ * from one file to another, looped over short copies.  Every
  * read is compared with the reference byte for byte, and so is every
  * whole file at the end.  The seed
  * is printed first; BCF_SEED=N replays a run.  Exit 0 when all matched,
@@ -21,6 +25,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -333,6 +338,90 @@ static void op_reopen(struct rc_file *f, int anew)
 	open_pair(f, anew ? 2 : 0);
 }
 
+static const int falloc_modes[] = {
+	0,
+	FALLOC_FL_KEEP_SIZE,
+	FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+	FALLOC_FL_ZERO_RANGE,
+	FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE,
+};
+
+/* a reference directory without ZERO_RANGE gets zeros written instead */
+static void ref_zero(struct rc_file *f, off_t off, off_t len, int keep)
+{
+	off_t size = ref_size(f), n;
+
+	if (keep && off + len > size)
+		len = off < size ? size - off : 0;
+	memset(wbuf, 0, len < MAX_IO ? len : MAX_IO);
+	for (; len > 0; off += n, len -= n) {
+		n = len < MAX_IO ? len : MAX_IO;
+		if (pwrite(f->ref_fd, wbuf, n, off) != n)
+			die_ref("pwrite of zeros");
+	}
+}
+
+static void op_fallocate(struct rc_file *f)
+{
+	int mode = falloc_modes[rng_below(sizeof(falloc_modes) /
+					   sizeof(falloc_modes[0]))];
+	off_t off = rng_off(ref_size(f)), len = (off_t)rng_len();
+
+	if (off >= (off_t)MAX_SIZE)
+		off = MAX_SIZE - 1;
+	if (off + len > (off_t)MAX_SIZE)
+		len = MAX_SIZE - off;
+	if (fallocate(f->test_fd, mode, off, len) < 0) {
+		if (errno == EOPNOTSUPP)
+			return;
+		mismatch("fallocate(%s, %#x, %lld, %lld): %s", f->test_path,
+			 mode, (long long)off, (long long)len,
+			 strerror(errno));
+	}
+	if (fallocate(f->ref_fd, mode, off, len) < 0) {
+		if (errno != EOPNOTSUPP || !(mode & FALLOC_FL_ZERO_RANGE))
+			die_ref("fallocate");
+		ref_zero(f, off, len, mode & FALLOC_FL_KEEP_SIZE);
+	}
+}
+
+/* copy_file_range until len bytes or the end of the source */
+static ssize_t copy_all(int in_fd, off_t in, int out_fd, off_t out,
+			size_t len)
+{
+	ssize_t n, done = 0;
+
+	while ((size_t)done < len) {
+		n = copy_file_range(in_fd, &in, out_fd, &out, len - done, 0);
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			break;
+		done += n;
+	}
+	return done;
+}
+
+static void op_copy(struct rc_file *f, struct rc_file *g)
+{
+	off_t in = rng_off(ref_size(f));
+	off_t out = rng_below(3) ? rng_off(ref_size(g)) : ref_size(g);
+	size_t len = rng_len();
+	ssize_t nt, nr;
+
+	if (out + len > MAX_SIZE)
+		out = MAX_SIZE - len;
+	nr = copy_all(f->ref_fd, in, g->ref_fd, out, len);
+	if (nr < 0)
+		die_ref("copy_file_range");
+	nt = copy_all(f->test_fd, in, g->test_fd, out, len);
+	if (nt != nr)
+		mismatch("copy_file_range(%s, %lld, %s, %lld, %zu) = %zd (%s), "
+			 "expected %zd", f->test_path, (long long)in,
+			 g->test_path, (long long)out, len, nt,
+			 nt < 0 ? strerror(errno) : "short", nr);
+}
+
 static void compare_whole(struct rc_file *f)
 {
 	off_t size = ref_size(f), off;
@@ -395,7 +484,7 @@ int main(int argc, char **argv)
 	}
 	for (op_index = 0; op_index < ops; op_index++) {
 		f = &files[rng_below(NFILES)];
-		switch (rng_below(22)) {
+		switch (rng_below(24)) {
 		case 0 ... 6:
 			op_write(f, 0);
 			break;
@@ -420,6 +509,13 @@ int main(int argc, char **argv)
 			break;
 		case 21:
 			op_read(f, 1);
+			break;
+		case 22:
+			op_fallocate(f);
+			break;
+		case 23:
+			op_copy(f, &files[(f - files + 1 +
+					   rng_below(NFILES - 1)) % NFILES]);
 			break;
 		case 18:
 			op_reopen(f, 0);
