@@ -238,11 +238,38 @@ PY
 # looked its name up at the MDS first (0.35 to 0.95 lookups per file).
 if [ "${BCF_STORE:-posix}" = cephfs ]; then
 	asok=$BCF_CEPH_DIR/run/mds.a.asok
-	mds_lookups()
+	# mds_count REQ: how many REQ requests the MDS has answered
+	mds_count()
 	{
 		timeout 60 ceph daemon "$asok" perf dump mds_server |
 			python3 -c 'import json, sys
-print(json.load(sys.stdin)["mds_server"]["req_lookup_latency"]["avgcount"])'
+print(json.load(sys.stdin)["mds_server"]["req_%s_latency" % sys.argv[1]]
+      ["avgcount"])' "$1"
+	}
+	mds_lookups()
+	{
+		mds_count lookup
+	}
+	# mds_quiet: wait until the MDS has answered no readdir for 1.5 s
+	# (six sweeps of the store), at most 60 s: the store's sweep has
+	# listed what it was going to list
+	mds_quiet()
+	{
+		local r r0 r1 same=0 i
+		r0=$(mds_count readdir) || return 1
+		r=$r0
+		for ((i = 0; i < 240 && same < 6; i++)); do
+			sleep 0.25
+			r1=$(mds_count readdir) || return 1
+			if [ "$r1" = "$r0" ]; then
+				same=$((same + 1))
+			else
+				same=0
+				r0=$r1
+			fi
+		done
+		echo "the MDS answered $((r1 - r)) readdirs in $i polls"
+		[ "$same" -ge 6 ]
 	}
 	# stream DIR PREFIX N RATE BOUND WHAT: N creates of PREFIX%05d in
 	# DIR (made first when new), RATE a second (0: at once), cost the
@@ -284,8 +311,11 @@ PY
 	# the same at 50 creates a second (a dozen a sweep) into the same
 	# directory, whose 3000 names make a listing long: a slow stream
 	# was listed beside, and cost 0.95 lookups a create (0.45 under the
-	# sanitizers with 3000 creates at 107 a second)
-	sleep 1
+	# sanitizers with 3000 creates at 107 a second).  It starts once the
+	# sweep's listing of the directory after the fast stream is done
+	# (under the sanitizers beside other clusters that took seconds; a
+	# listing still going when creates start is not what is checked)
+	mds_quiet || bcf_fail "the MDS still lists after a minute"
 	stream "$m1/stream" g 400 50 20 "stream of 400 creates at 50 a second"
 	# rm -rf of files another Ceph client has read: the sweep does not
 	# ask the MDS for the directory's times while the removes go on
