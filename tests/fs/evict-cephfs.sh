@@ -9,6 +9,8 @@
 # replays its write log and the mount carries on: a file written just
 # before the eviction is whole through the mount and in the CephFS, a
 # read made while the agent was away is answered, new files are written.
+# Then the MDS evicts it on its own, the agent stopped for longer than
+# the cluster's session_autoclose: the same once it runs again.
 BCF_STORE=${BCF_STORE:-cephfs}
 BCF_TRANSPORT=${BCF_TRANSPORT:-tcp}
 # the agent's line on its eviction
@@ -28,12 +30,16 @@ head -c 5000 /dev/urandom > "$BCF_TMP/small"
 # written right before the eviction: it may be in the write log only
 cp "$BCF_TMP/small" "$BCF_MNT/g" || bcf_fail "cp to the mount failed"
 
-# the agent's session on the MDS, by its pid
-id=$(ceph tell mds.a client ls 2>/dev/null | python3 -c '
+# agent_session: the agent's session on the MDS, by its pid
+agent_session()
+{
+	ceph tell mds.a client ls 2>/dev/null | python3 -c '
 import json, sys
 for s in json.load(sys.stdin):
     if s.get("client_metadata", {}).get("pid") == sys.argv[1]:
-        print(s["id"])' "$BCF_AGENT_PID") || id=
+        print(s["id"])' "$BCF_AGENT_PID"
+}
+id=$(agent_session) || id=
 [ -n "$id" ] || bcf_hard "the MDS lists no session of the agent" \
 	"(pid $BCF_AGENT_PID)"
 ceph tell mds.a client evict id="$id" >/dev/null 2>&1 ||
@@ -71,5 +77,52 @@ bcf_wait_for 30 cmp -s "$BCF_TMP/small" "$BCF_BACK/g" ||
 cp "$BCF_TMP/small" "$BCF_MNT/h" && cmp -s "$BCF_TMP/small" "$BCF_MNT/h" ||
 	bcf_fail "a file written after the restart is not whole"
 echo "the mount carried on with the agent started again; nothing lost"
+
+# The same when the MDS evicts the agent's client on its own: the agent
+# stopped (a DPU paused, a debugger) for longer than session_autoclose
+# (30 s, the least the cluster takes); once it runs again, its calls fail
+# with EBLOCKLISTED and it exits 75 as above, not waiting on the cluster.
+ceph fs set cephfs session_timeout 30 >/dev/null 2>&1 &&
+	ceph fs set cephfs session_autoclose 30 >/dev/null 2>&1 ||
+	bcf_hard "the cluster takes no session_timeout/session_autoclose of 30 s"
+id=$(agent_session) || id=
+[ -n "$id" ] || bcf_hard "the MDS lists no session of the restarted agent"
+kill -STOP "$BCF_AGENT_PID"
+gone()
+{
+	! agent_session | grep -qx "$id"
+}
+# (the MDS looks at its sessions every few seconds: 30 s stale, 30 more)
+t0=$SECONDS
+until gone; do
+	[ $((SECONDS - t0)) -lt 120 ] || {
+		kill -CONT "$BCF_AGENT_PID"
+		bcf_fail "the MDS kept the stopped agent's session for 120 s"
+	}
+	sleep 2
+done
+echo "the MDS evicted the stopped agent's client $id"
+kill -CONT "$BCF_AGENT_PID"
+cat "$BCF_MNT/h" > "$BCF_TMP/read-after" 2> "$BCF_TMP/read.err" &
+reader=$!
+pid=$BCF_AGENT_PID
+bcf_wait_for 30 bcf_pid_gone "$pid" ||
+	bcf_fail "the agent did not exit within 30 s of running again" \
+		"after its eviction"
+wait "$pid"
+rc=$?
+BCF_AGENT_PID=
+[ "$rc" -eq 75 ] ||
+	bcf_fail "the agent exited $rc after its eviction on a timeout, not 75"
+echo "the agent evicted on a timeout exited 75"
+bcf_start_agent "$BCF_BACK" "$listen" "${agent_args[@]}" ||
+	bcf_fail "bluecache-agent did not start again after its eviction"
+wait "$reader" || bcf_fail "a read made meanwhile failed:" \
+	"$(cat "$BCF_TMP/read.err")"
+cmp -s "$BCF_TMP/small" "$BCF_TMP/read-after" ||
+	bcf_fail "a read made meanwhile is not the file"
+cp "$BCF_TMP/src" "$BCF_MNT/i" && cmp -s "$BCF_TMP/src" "$BCF_MNT/i" ||
+	bcf_fail "a file written after the second restart is not whole"
+echo "the mount carried on again"
 bcf_umount
 bcf_check_logs
