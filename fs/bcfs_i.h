@@ -80,6 +80,7 @@ enum {
 	BCFS_XA_CAP,		/* security.capability */
 	BCFS_XA_ACL,		/* system.posix_acl_access */
 	BCFS_XA_DACL,		/* system.posix_acl_default */
+	BCFS_XA_SELINUX,	/* security.selinux */
 	BCFS_XA_N
 };
 
@@ -249,9 +250,10 @@ void bcfs_inode_open_update(uint64_t handle, const struct bcp_attr *a);
 int bcfs_inode_open_first(uint64_t handle);
 /*
  * Negative cache of the xattrs the kernel asks for on its own
- * (ops_xattr.c): security.capability before every write, and the POSIX
+ * (ops_xattr.c): security.capability before every write, the POSIX
  * ACLs whenever it checks a non-owner's access and has dropped its
- * copy (each attribute refresh; never kept for the root).  1 while the
+ * copy (each attribute refresh; never kept for the root), and what
+ * ls -l asks of every name (security.selinux and the ACL).  1 while the
  * agent's -ENODATA for xattr kind is younger than attr_timeout; set after
  * such an answer, cleared for every kind by this mount's setxattr and
  * removexattr on the inode and by the agent's notification (which also

@@ -10,7 +10,9 @@
  * FUSE_HANDLE_KILLPRIV_V2 that would stop it.  The agent's -ENODATA for
  * it is therefore remembered per inode (inode.c) for attr_timeout seconds,
  * the time the kernel trusts cached attributes too; this mount's
- * setxattr and removexattr on the inode forget it at once.
+ * setxattr and removexattr on the inode forget it at once.  So is the
+ * absence of the POSIX ACLs (the kernel's permission checks, ls -l) and
+ * of security.selinux (ls -l asks every name for it).
  */
 #include "config.h"
 
@@ -118,6 +120,8 @@ static int bcfs_xattr_kind(const char *name)
 		return BCFS_XA_ACL;
 	if (!strcmp(name, "system.posix_acl_default"))
 		return BCFS_XA_DACL;
+	if (!strcmp(name, "security.selinux"))
+		return BCFS_XA_SELINUX;
 	return -1;
 }
 

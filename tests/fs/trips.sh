@@ -16,6 +16,8 @@
 #   - the bytes an open brought are not served once the file changed: by
 #     a direct write, a hole punched or a truncate of this mount through
 #     another descriptor (at once), or by mount 2 (within a second);
+#   - a second ls -l asks the agent no GETXATTR (security.selinux, the
+#     ACL), and a security.selinux set here or through mount 2 is read;
 #   - cephfs: a stream of creates into one directory costs the MDS no
 #     lookups, a fast one (3000 creates) or a slow one (50 a second);
 #     and rm -rf of files another Ceph client read does not make the
@@ -45,7 +47,7 @@ store_within=1
 PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=$top_srcdir/tests/fs \
 	timeout 300 python3 - "$m1" "$m2" "$BCF_TMP/m3" "$BCF_BACK" \
 	"$BCF_METRICS_PORT" "$port3" "$store_within" <<'PY' || bcf_fail "see above"
-import ctypes, errno, mmap, os, sys, time
+import ctypes, errno, mmap, os, subprocess, sys, time
 from fscheck import fail, within
 import fscheck
 
@@ -229,6 +231,49 @@ except OSError as e:
 changed_after_open("a truncate by path", truncate, b"\0" * 4096)
 changed_after_open("a write through mount 2 is read", from_m2,
                    b"2" * 4096, 1.0)
+# --- ls -l asks the agent about xattrs once --------------------------------
+# ls -l asks every name for security.selinux and its POSIX ACL; the
+# agent's "none" is remembered as long as the attributes are
+x = m1 + "/xa"
+os.mkdir(x)
+for i in range(100):
+    with open("%s/f%03d" % (x, i), "wb") as f:
+        f.write(b"x")
+def ls_l():
+    out = subprocess.run(["ls", "-l", x], stdout=subprocess.PIPE,
+                         check=True).stdout
+    if out.count(b"\n") != 101:
+        fail("ls -l of 100 files printed %d lines" % out.count(b"\n"))
+ls_l()
+x0 = requests("getxattr")
+ls_l()
+n = requests("getxattr") - x0
+print("GETXATTRs for a second ls -l of 100 files: %d" % n)
+if n > 10:
+    fail("a second ls -l of 100 files asked the agent %d GETXATTRs" % n)
+# and what this mount or mount 2 sets is seen
+try:
+    os.setxattr(x + "/f000", "security.selinux", b"a_t\0")
+except OSError as e:
+    if e.errno not in (errno.EOPNOTSUPP, errno.EPERM, errno.EACCES):
+        raise
+    print("no security.selinux here: %s" % e)
+else:
+    if os.getxattr(x + "/f000", "security.selinux") != b"a_t\0":
+        fail("security.selinux set here is not read back")
+    try:
+        os.getxattr(x + "/f001", "security.selinux")
+        fail("f001 has a security.selinux it was never given")
+    except OSError as e:
+        if e.errno != errno.ENODATA:
+            raise
+    os.setxattr(m2 + "/xa/f001", "security.selinux", b"b_t\0")
+    def seen():
+        try:
+            return os.getxattr(x + "/f001", "security.selinux") == b"b_t\0"
+        except OSError:
+            return False
+    within("a security.selinux set through mount 2 is read", seen, 1.0)
 sys.exit(fscheck.status())
 PY
 
