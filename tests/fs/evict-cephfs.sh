@@ -88,9 +88,15 @@ ceph fs set cephfs session_timeout 30 >/dev/null 2>&1 &&
 id=$(agent_session) || id=
 [ -n "$id" ] || bcf_hard "the MDS lists no session of the restarted agent"
 kill -STOP "$BCF_AGENT_PID"
+# gone: the MDS lists its sessions, and not that one
 gone()
 {
-	! agent_session | grep -qx "$id"
+	local ids
+	ids=$(ceph tell mds.a client ls 2>/dev/null | python3 -c '
+import json, sys
+for s in json.load(sys.stdin):
+    print(s["id"])') || return 1
+	! grep -qx "$id" <<< "$ids"
 }
 # (the MDS looks at its sessions every few seconds: 30 s stale, 30 more)
 t0=$SECONDS

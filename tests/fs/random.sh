@@ -3,7 +3,8 @@
 #
 # random.sh - randomized writes, truncates, reads, shared mappings,
 # fallocate and copy_file_range on a few files, compared with the same
-# operations on a local directory (tests/fs/random-check).  The seed is printed; BCF_SEED=N replays it.
+# operations on a local directory (tests/fs/random-check).  The seed is
+# printed; BCF_SEED=N replays it.
 # Runs once with the default mount options and once with writeback caching;
 # then a file read through every cache is rewritten with O_DIRECT and read
 # back without it, and the other way round.
