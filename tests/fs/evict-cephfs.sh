@@ -30,7 +30,8 @@ head -c 5000 /dev/urandom > "$BCF_TMP/small"
 # written right before the eviction: it may be in the write log only
 cp "$BCF_TMP/small" "$BCF_MNT/g" || bcf_fail "cp to the mount failed"
 
-# agent_session: the agent's session on the MDS, by its pid
+# agent_session: the agent's session on the MDS, by its pid (fails when
+# the MDS's list cannot be read)
 agent_session()
 {
 	ceph tell mds.a client ls 2>/dev/null | python3 -c '
@@ -88,15 +89,12 @@ ceph fs set cephfs session_timeout 30 >/dev/null 2>&1 &&
 id=$(agent_session) || id=
 [ -n "$id" ] || bcf_hard "the MDS lists no session of the restarted agent"
 kill -STOP "$BCF_AGENT_PID"
-# gone: the MDS lists its sessions, and not that one
+# gone: the MDS lists its sessions, and not the stopped agent's
 gone()
 {
-	local ids
-	ids=$(ceph tell mds.a client ls 2>/dev/null | python3 -c '
-import json, sys
-for s in json.load(sys.stdin):
-    print(s["id"])') || return 1
-	! grep -qx "$id" <<< "$ids"
+	local s
+	s=$(agent_session) || return 1
+	[ -z "$s" ]
 }
 # (the MDS looks at its sessions every few seconds: 30 s stale, 30 more)
 t0=$SECONDS

@@ -292,21 +292,19 @@ if [ "${BCF_STORE:-posix}" = cephfs ]; then
 print(json.load(sys.stdin)["mds_server"]["req_%s_latency" % sys.argv[1]]
       ["avgcount"])' "$1"
 	}
-	mds_lookups()
-	{
-		mds_count lookup
-	}
 	# mds_quiet: wait until the MDS has answered no readdir for 1.5 s
 	# (six sweeps of the store), at most 60 s: the store's sweep has
 	# listed what it was going to list
 	mds_quiet()
 	{
 		local r r0 r1 same=0 i
-		r0=$(mds_count readdir) || return 1
+		r0=$(mds_count readdir) ||
+			bcf_fail "the MDS's counters cannot be read"
 		r=$r0
 		for ((i = 0; i < 240 && same < 6; i++)); do
 			sleep 0.25
-			r1=$(mds_count readdir) || return 1
+			r1=$(mds_count readdir) ||
+				bcf_fail "the MDS's counters cannot be read"
 			if [ "$r1" = "$r0" ]; then
 				same=$((same + 1))
 			else
@@ -315,15 +313,15 @@ print(json.load(sys.stdin)["mds_server"]["req_%s_latency" % sys.argv[1]]
 			fi
 		done
 		echo "the MDS answered $((r1 - r)) readdirs in $i polls"
-		[ "$same" -ge 6 ]
+		[ "$same" -ge 6 ] || bcf_fail "the MDS still lists after a minute"
 	}
-	# stream DIR PREFIX N RATE BOUND WHAT: N creates of PREFIX%05d in
-	# DIR (made first when new), RATE a second (0: at once), cost the
-	# MDS at most BOUND lookups
+	# stream DIR PREFIX N RATE BOUND WHAT [fail]: N creates of PREFIX%05d
+	# in DIR (made first when new), RATE a second (0: at once), cost the
+	# MDS at most BOUND lookups; else 1, or the test fails with "fail"
 	stream()
 	{
 		local l0 l1 r0 r1
-		l0=$(mds_lookups) && r0=$(mds_count readdir) ||
+		l0=$(mds_count lookup) && r0=$(mds_count readdir) ||
 			bcf_fail "the MDS's counters cannot be read"
 		python3 - "$@" <<'PY' || bcf_fail "the $6 failed"
 import os, sys, time
@@ -350,7 +348,7 @@ for i in range(n):
 print("%d creates in %.1f s, at most %.3f s apart" %
       (n, time.monotonic() - t, gap))
 PY
-		l1=$(mds_lookups) && r1=$(mds_count readdir) ||
+		l1=$(mds_count lookup) && r1=$(mds_count readdir) ||
 			bcf_fail "the MDS's counters cannot be read"
 		# (readdirs meanwhile, of any directory: a listing beside
 		# the stream shows there; a stall of a sweep or more in the
@@ -370,14 +368,14 @@ PY
 	# sweep's listing of the directory after the fast stream is done
 	# (under the sanitizers beside other clusters that took seconds; a
 	# listing still going when creates start is not what is checked)
-	mds_quiet || bcf_fail "the MDS still lists after a minute"
+	mds_quiet
 	# Once more when over: what the client keeps of a directory is the
 	# MDS's too (it may take capabilities back), and on a loaded machine
 	# the stream may stall for a sweep (then the sweep lists, as it
 	# should); a sweep that lists beside every stream fails both.
 	stream "$m1/stream" g 400 50 20 \
 		"stream of 400 creates at 50 a second" || {
-		mds_quiet || bcf_fail "the MDS still lists after a minute"
+		mds_quiet
 		stream "$m1/stream" h 400 50 20 \
 			"second stream of 400 creates at 50 a second" fail
 	}
