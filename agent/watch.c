@@ -252,16 +252,17 @@ static int watch_dir_in(const struct file_handle *fh, struct agent_obj *obj)
  * Whether the file a cached entry names still exists: its number may be
  * another object's once it is gone.  One open by handle; only ESTALE or
  * ENOENT (the handle names nothing any more) says gone, and empties e.
+ * The descriptor is the caller's (-1 when the open failed otherwise).
  */
-static int watch_live(struct watch_ent *e, const struct file_handle *fh)
+static int watch_live(struct watch_ent *e, const struct file_handle *fh,
+		      int *pin)
 {
 	int fd = open_by_handle_at(watch.mount_fd, (struct file_handle *)fh,
 				   O_PATH | O_CLOEXEC);
 
-	if (fd >= 0) {
-		close(fd);
+	*pin = fd;
+	if (fd >= 0)
 		return 1;
-	}
 	if (errno != ESTALE && errno != ENOENT)
 		return 1;
 	e->where = WATCH_EMPTY;
@@ -274,18 +275,24 @@ static int watch_live(struct watch_ent *e, const struct file_handle *fh)
  * named its directory, which lies beneath the root, so the object is
  * looked up if need be (and a directory it names lies beneath the root
  * too); otherwise only an object seen beneath the root before is known.
+ * *pin: a descriptor of the file, or -1, which the caller closes once
+ * the change is sent: while it is open the file's number cannot be given
+ * to another object (ext4 does so at once), so a file removed in the
+ * meantime is never told about under the number of one a session just
+ * made (a directory a host then forgets it knew empty).
  */
 static int watch_obj(const struct file_handle *fh, int in,
-		     struct agent_obj *obj)
+		     struct agent_obj *obj, int *pin)
 {
 	struct watch_ent *e = watch_find(fh);
 	struct stat st;
-	int fd, ret;
+	int fd;
 
+	*pin = -1;
 	if (e) {
 		if (e->where == WATCH_OUT)
 			return -ENOENT;
-		if (e->where == WATCH_OBJ && !watch_live(e, fh))
+		if (e->where == WATCH_OBJ && !watch_live(e, fh, pin))
 			return -ENOENT;
 		*obj = e->obj;
 		return 0;
@@ -296,10 +303,11 @@ static int watch_obj(const struct file_handle *fh, int in,
 			       O_PATH | O_CLOEXEC);
 	if (fd < 0)
 		return -ENOENT;
-	ret = fstat(fd, &st);
-	close(fd);
-	if (ret < 0)
+	if (fstat(fd, &st) < 0) {
+		close(fd);
 		return -ENOENT;
+	}
+	*pin = fd;
 	obj->dev = (uint64_t)st.st_dev;
 	obj->ino = (uint64_t)st.st_ino;
 	watch_put(fh, S_ISDIR(st.st_mode) ? WATCH_IN : WATCH_OBJ, obj);
@@ -406,7 +414,7 @@ static void watch_event(const struct fanotify_event_metadata *m,
 				FAN_MOVED_TO;
 	struct agent_obj parent, obj;
 	struct watch_rec r;
-	int in = 0, have_obj;
+	int in = 0, have_obj, pin = -1;
 
 	watch.events++;
 	if (m->mask & FAN_Q_OVERFLOW) {
@@ -456,7 +464,7 @@ static void watch_event(const struct fanotify_event_metadata *m,
 	 * files elsewhere, and a file's last link going is followed by the
 	 * DELETE of its name anyway.
 	 */
-	have_obj = r.obj && watch_obj(r.obj, in, &obj) == 0;
+	have_obj = r.obj && watch_obj(r.obj, in, &obj, &pin) == 0;
 	if (!have_obj)
 		memset(&obj, 0, sizeof(obj));
 	/*
@@ -473,6 +481,8 @@ static void watch_event(const struct fanotify_event_metadata *m,
 	if (have_obj && (m->mask & (FAN_MODIFY | FAN_ATTRIB)))
 		watch_send(BCP_NOTIFY_INODE, &obj, NULL, NULL,
 			   m->mask & FAN_MODIFY ? 0 : -1, m->pid);
+	if (pin >= 0)
+		close(pin);
 out:
 	if ((m->mask & (FAN_MOVED_FROM | FAN_MOVED_TO)) &&
 	    (m->mask & FAN_ONDIR))
