@@ -16,12 +16,16 @@
  * thread, which never waits for it).
  *
  * A ring that overflows, or a RESET from the agent or from the library
- * after a reconnect, drops everything: every inode the table knows, every
- * name it remembers, and every negative entry this mount handed out.  The
- * kernel cannot be asked to drop negative entries it holds without naming
- * them, so each ENOENT answered with a timeout is remembered here
- * (BCFS_NEG_MAX of them; when all are still live, a further ENOENT is not
- * cached at all rather than forgotten).
+ * after a reconnect, drops everything the kernel caches: every inode the
+ * table knows, every name it remembers, and every negative entry this
+ * mount handed out.  The kernel cannot be asked to drop negative entries
+ * it holds without naming them, so each ENOENT answered with a timeout is
+ * remembered here (BCFS_NEG_MAX of them; when all are still live, a
+ * further ENOENT is not cached at all rather than forgotten).  What the
+ * daemon itself knows (the directories it knows in full, dirs.c; their
+ * attributes, dattr.c; which replies out may be older than a change)
+ * follows every notification as it comes, queued or not: an overflow of
+ * the ring costs it nothing, a RESET everything.
  *
  * A reply the agent computed before a change can arrive after the
  * notification of it.  The callback moves a generation on with every
@@ -75,7 +79,7 @@ struct bcfs_recent {
 	uint64_t gen;		/* bcfs_notify_generation it moved to */
 	uint64_t handle;
 	uint64_t child;
-	uint32_t kind;		/* RESET also for one the ring lost */
+	uint32_t kind;
 };
 
 static struct {
@@ -192,10 +196,14 @@ void bcfs_notify_cb(void *arg, const struct bcp_notify_req *n,
 		   n->kind != BCP_NOTIFY_RESET &&
 		   (bcfs_notify.count == BCFS_NOTIFY_QUEUE ||
 		    !bcfs_notify.ring);
-	/* an overflow loses what the kernel had to be told: all goes */
+	/*
+	 * What this daemon knows follows each notification here, queued
+	 * or not: an overflow loses only what the kernel had to be told,
+	 * and the RESET below drops what the kernel caches.
+	 */
 	r = &bcfs_notify.recent[gen & (BCFS_NOTIFY_RECENT - 1)];
 	r->gen = gen;
-	r->kind = overflow ? BCP_NOTIFY_RESET : n->kind;
+	r->kind = n->kind;
 	r->handle = n->handle;
 	r->child = n->child;
 	/* before the kernel can be told: see dirs.c */
@@ -414,9 +422,9 @@ static void *bcfs_notify_main(void *arg)
 		pthread_mutex_unlock(&bcfs_notify.lock);
 		if (reset) {
 			if (overflows)
-				bcfs_dbg("%llu notifications over the queue: "
-					 "all caches dropped",
-					 (unsigned long long)overflows);
+				bcfs_info("%llu notifications over the queue: "
+					  "the kernel's caches dropped",
+					  (unsigned long long)overflows);
 			bcfs_notify_reset();
 		} else {
 			bcfs_notify_one(e);
