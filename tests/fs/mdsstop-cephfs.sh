@@ -36,7 +36,8 @@ osd=$(cat "$BCF_CEPH_DIR/run/osd.0.pid") || bcf_hard "no OSD pid"
 # ms_stalled WHAT PID: WHAT (create or fsync, of $BCF_MNT/slow-*; creates:
 # 40 at once in directories of their own, more than the agent's session
 # has store calls out) while PID is stopped for 4 s; prints "ok MS" or the
-# errno's name and MS
+# errno's name and MS.  WHAT starts once PID is stopped (fsync: the write
+# too, so that none of its bytes can have reached the cluster before).
 ms_stalled()
 {
 	local what=$1 pid=$2
@@ -60,12 +61,15 @@ if what == "fsync":
     with open(tmp + "/slow-fsync.src", "wb") as f:
         f.write(data)
     fd = os.open(mnt + "/slow-fsync", os.O_WRONLY | os.O_CREAT, 0o644)
-    os.write(fd, data)
 open(ready, "w").close()
-time.sleep(1)
+stopped = tmp + "/stopped." + what
+t0 = time.monotonic()
+while not os.path.exists(stopped) and time.monotonic() - t0 < 30:
+    time.sleep(0.01)
 t0 = time.monotonic()
 try:
     if what == "fsync":
+        os.write(fd, data)
         os.fsync(fd)
         os.close(fd)
     elif what == "create":
@@ -88,6 +92,7 @@ PY
 	bcf_wait_for 30 test -e "$BCF_TMP/ready.$what" ||
 		bcf_fail "$what: the writer did not start"
 	kill -STOP "$pid" || bcf_hard "cannot stop $pid"
+	: > "$BCF_TMP/stopped.$what"
 	sleep 4
 	kill -CONT "$pid"
 	wait "$py"
