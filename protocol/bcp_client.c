@@ -2021,6 +2021,7 @@ static int client_want(struct bcp_client *c, uint64_t *want, char *err,
 		*want |= BCP_FEAT_NOTIFY;
 	if (c->opts.busy_timeout_ms > c->opts.timeout_ms)
 		*want |= BCP_FEAT_BUSY;
+	*want |= c->opts.reply_features & BCP_FEAT_XATTR_HINT;
 	switch (c->opts.transport) {
 	case BCP_XFER_AUTO:
 		*want |= BCP_FEAT_TCP_DATA | (is_unix ? BCP_FEAT_SHM : 0);

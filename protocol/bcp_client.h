@@ -104,6 +104,12 @@ struct bcp_client_opts {
 	 * never, at most 10000.
 	 */
 	int spin_usec;
+	/*
+	 * Features that change only what replies say, asked for on the
+	 * caller's behalf (BCP_FEAT_XATTR_HINT: the caller strips
+	 * BCP_MODE_NO_XATTRS from the modes of entries); others are ignored.
+	 */
+	uint64_t reply_features;
 };
 /* Sensible defaults: 64 MiB pool, 256 segments, 10 s, no reconnect. */
 void bcp_client_opts_init(struct bcp_client_opts *o);

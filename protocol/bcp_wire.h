@@ -48,6 +48,10 @@
  *      while it works on requests of this session, so that the host waits
  *      for a slow store past its timeout even when the agent cannot read
  *      (and answer) a PING behind those requests.
+ *   3 + BCP_FEAT_XATTR_HINT: the attributes of an entry (LOOKUP, MKDIR,
+ *      MKNOD, SYMLINK, LINK, READDIRPLUS) may say with BCP_MODE_NO_XATTRS
+ *      in mode that the object had no extended attributes when they were
+ *      read, so that a host answers the getxattr of ls -l itself.
  */
 #ifndef BCP_WIRE_H
 #define BCP_WIRE_H
@@ -104,7 +108,8 @@
 #define BCP_FEAT_CREATED	(1ull << 8) /* BCP_OPEN_CREATED */
 #define BCP_FEAT_BATCH_INLINE	(1ull << 9) /* BCP_BATCH_INLINE */
 #define BCP_FEAT_BUSY		(1ull << 10) /* NOTIFY BUSY */
-#define BCP_FEAT_ALL		((1ull << 11) - 1)
+#define BCP_FEAT_XATTR_HINT	(1ull << 11) /* BCP_MODE_NO_XATTRS */
+#define BCP_FEAT_ALL		((1ull << 12) - 1)
 
 enum bcp_opcode {
 	BCP_OP_HELLO = 1,
@@ -167,6 +172,14 @@ enum bcp_opcode {
 /* RENAME flags (values of the Linux RENAME_* constants). */
 #define BCP_RENAME_NOREPLACE	0x1u
 #define BCP_RENAME_EXCHANGE	0x2u
+
+/*
+ * An attr's mode is st_mode in its low 16 bits; above them, flags
+ * (BCP_FEAT_XATTR_HINT, in entries only): the object had no extended
+ * attributes at all when the attributes were read.
+ */
+#define BCP_MODE_BITS		0xffffu
+#define BCP_MODE_NO_XATTRS	0x80000000u
 
 /* READDIR flags. */
 #define BCP_READDIR_PLUS	0x1u	/* entries carry handle + attributes */
