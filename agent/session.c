@@ -621,7 +621,7 @@ void agent_session_hello(struct agent_session *s, const struct bcp_msg *m)
 			   BCP_FEAT_COPY_RANGE | BCP_FEAT_SETATTR_CTIME |
 			   BCP_FEAT_RESUME | BCP_FEAT_NOTIFY |
 			   BCP_FEAT_CREATED | BCP_FEAT_BATCH_INLINE |
-			   BCP_FEAT_BUSY;
+			   BCP_FEAT_BUSY | BCP_FEAT_XATTR_HINT;
 	struct sockaddr_storage local;
 	socklen_t llen = sizeof(local);
 	uint8_t raddr[16] = { 0 };
@@ -658,6 +658,9 @@ void agent_session_hello(struct agent_session *s, const struct bcp_msg *m)
 	if (s->id == 0)
 		s->id = 0x100 | s->w->idx;
 	s->features = hq->features & offered;
+	s->store->flags &= ~AGENT_STORE_XATTR_HINT;
+	if (s->features & BCP_FEAT_XATTR_HINT)
+		s->store->flags |= AGENT_STORE_XATTR_HINT;
 	if (s->features & BCP_FEAT_RDMA)
 		session_rdma_expect(s);
 	/* its holds are registered once it authenticated (session_auth) */

@@ -109,6 +109,11 @@ struct agent_backend {
 #define AGENT_STORE_BLOCKING	0x1
 /* A cluster's client, which the cluster may fence off (agent_store_ret()) */
 #define AGENT_STORE_FENCEABLE	0x2
+/*
+ * The session's host takes BCP_MODE_NO_XATTRS in entries
+ * (BCP_FEAT_XATTR_HINT); a store that knows it cheaply says it.
+ */
+#define AGENT_STORE_XATTR_HINT	0x4
 
 /*
  * Open the store sp names (posix: the directory; cephfs: mount the file

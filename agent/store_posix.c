@@ -622,10 +622,29 @@ static void store_node_retire(struct store_node *n)
  * Take a lookup reference on the inode behind fd (an O_PATH fd whose
  * ownership moves here): the existing node, or a new one.
  */
+/*
+ * BCP_MODE_NO_XATTRS for the object behind fd when the host takes it
+ * (AGENT_STORE_XATTR_HINT): a listxattr of size 0, one system call; a
+ * symlink's extended attributes are never served (posix_getxattr()).
+ */
+static uint32_t store_xattr_hint(const struct posix_store *s, int fd,
+				 const struct statx *x)
+{
+	char proc[64];
+
+	if (!(s->base.flags & AGENT_STORE_XATTR_HINT))
+		return 0;
+	if (S_ISLNK(x->stx_mode))
+		return BCP_MODE_NO_XATTRS;
+	store_procpath(proc, sizeof(proc), fd);
+	return listxattr(proc, NULL, 0) == 0 ? BCP_MODE_NO_XATTRS : 0;
+}
+
 static int store_node_get(struct posix_store *s, int fd,
 			  struct bcp_entry *out)
 {
 	struct store_node *n, **pp;
+	uint32_t hint = 0;
 	struct statx x;
 	uint64_t dev;
 	int ret;
@@ -635,6 +654,8 @@ static int store_node_get(struct posix_store *s, int fd,
 		close(fd);
 		return ret;
 	}
+	if (out)
+		hint = store_xattr_hint(s, fd, &x);
 	dev = makedev(x.stx_dev_major, x.stx_dev_minor);
 	pp = &s->by_ino[store_hash(s, (dev << 32) ^ x.stx_ino)];
 	while ((n = *pp)) {
@@ -661,8 +682,10 @@ static int store_node_get(struct posix_store *s, int fd,
 			return ret;
 		n->nlookup = 1;
 	}
-	if (out)
+	if (out) {
 		store_entry_fill(n, &x, out);
+		out->attr.mode |= hint;
+	}
 	return 0;
 }
 

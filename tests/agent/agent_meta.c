@@ -36,6 +36,41 @@ static int named(uint16_t op, uint64_t parent, const char *name)
 	return call(&m, &rep);
 }
 
+/*
+ * The flags above st_mode in the entry of parent/name through cl
+ * (BCP_MODE_NO_XATTRS with BCP_FEAT_XATTR_HINT asked for).
+ */
+static uint32_t mode_flags(struct bcp_client *cl, uint64_t parent,
+			   const char *name)
+{
+	struct bcp_entry e;
+
+	T_EQ(t_lookup(cl, parent, name, &e), 0);
+	return e.attr.mode & ~(uint32_t)BCP_MODE_BITS;
+}
+
+/* A client that asks for the xattr hint in entries. */
+static struct bcp_client *hint_client(const struct t_agent *a)
+{
+	struct bcp_client_opts o;
+	struct bcp_client *cl;
+	char err[256];
+	int ret;
+
+	bcp_client_opts_init(&o);
+	o.addr = a->unix_addr;
+	o.transport = BCP_XFER_SHM;
+	o.pool_size = 1 << 20;
+	o.timeout_ms = 10000;
+	o.reply_features = BCP_FEAT_XATTR_HINT;
+	ret = bcp_client_connect(&o, &cl, err, sizeof(err));
+	if (ret < 0)
+		t_fail("client connect to %s: %s (%s)", o.addr,
+		       strerror(-ret), err);
+	T_CHECK(bcp_client_hello(cl)->features & BCP_FEAT_XATTR_HINT);
+	return cl;
+}
+
 static int getattr(uint64_t h, struct bcp_attr *a)
 {
 	struct bcp_msg m, rep;
@@ -248,6 +283,8 @@ static void v3_cases(const struct t_agent *a, uint64_t root)
 int main(void)
 {
 	struct bcp_entry d, f, f2, e, ln, sl;
+	struct bcp_client *ch;
+	uint64_t dh;
 	struct bcp_msg m, rep;
 	struct bcp_attr at;
 	struct t_agent a;
@@ -261,6 +298,7 @@ int main(void)
 	c = t_client(&a, 0, BCP_XFER_SHM, 1 << 20);
 	root = bcp_client_root(c);
 	T_CHECK(root > 1);
+	ch = hint_client(&a);
 
 	/* LOOKUP / CREATE / MKDIR and their errnos */
 	T_EQ(t_lookup(c, root, "missing", NULL), -ENOENT);
@@ -343,6 +381,11 @@ int main(void)
 	} else {
 		T_EQ(ret, 0);
 		T_EQ(getxattr(path, "user.abc", buf, sizeof(buf)), 3);
+		/* entries say "no xattrs" only to whom asked, and only then */
+		T_EQ(t_lookup(ch, bcp_client_root(ch), "d", &e), 0);
+		dh = e.handle;
+		T_EQ(mode_flags(ch, dh, "f"), 0);
+		T_EQ(mode_flags(c, d.handle, "f"), 0);
 		m.u.setxattr_req.flags = XATTR_CREATE;
 		T_EQ(call(&m, &rep), -EEXIST);
 		bcp_msg_init(&m, BCP_OP_GETXATTR, 0);
@@ -369,6 +412,8 @@ int main(void)
 		m.name = "user.abc";
 		T_EQ(call(&m, &rep), 0);
 		T_EQ(call(&m, &rep), -ENODATA);
+		T_EQ(mode_flags(ch, dh, "f"), BCP_MODE_NO_XATTRS);
+		T_EQ(mode_flags(c, d.handle, "f"), 0);
 	}
 
 	/* SYMLINK / READLINK, LINK (same handle, nlink 2) */
@@ -528,6 +573,10 @@ int main(void)
 	T_EQ(call(&m, &rep), 0);
 	T_EQ(t_release(c, f2.handle, fh2), 0);
 	T_EQ(t_release(c, f2.handle, fh2), -EBADF);
+	/* a symlink's xattrs are never served: it has none to tell of */
+	T_EQ(t_lookup(ch, bcp_client_root(ch), "d", &e), 0);
+	T_EQ(mode_flags(ch, e.handle, "sl"), BCP_MODE_NO_XATTRS);
+	bcp_client_destroy(ch);
 	v3_cases(&a, root);
 	bcp_client_destroy(c);
 
