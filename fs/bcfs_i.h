@@ -263,6 +263,8 @@ int bcfs_inode_open_first(uint64_t handle);
 int bcfs_inode_xattr_absent(uint64_t handle, int kind, uint32_t *gen);
 /* The agent said -ENODATA to a question asked at generation gen. */
 void bcfs_inode_xattr_absent_known(uint64_t handle, int kind, uint32_t gen);
+/* The agent said the object has no xattrs at all: every kind is absent. */
+void bcfs_inode_xattr_none(uint64_t handle);
 void bcfs_inode_xattr_forget(uint64_t handle);
 
 /*
@@ -461,6 +463,7 @@ struct bcfs_acall {
 	struct fuse_file_info fi;
 	uint32_t gen;
 	uint64_t ngen;			/* bcfs_notify_gen() when sent */
+	uint64_t xepoch;		/* bcfs_xattr_epoch() when sent */
 	/* dattr.c: the directories the request changes, and tickets */
 	uint64_t dir, dir2;
 	uint32_t dticket, dticket2;
@@ -477,7 +480,8 @@ void bcfs_acall_send(struct bcfs_acall *a, fuse_req_t req, struct bcp_msg *m,
 enum bcfs_reply {
 	BCFS_REPLY_STATUS,		/* fuse_reply_err */
 	BCFS_REPLY_ATTR,		/* fuse_reply_attr of an attr reply */
-	BCFS_REPLY_ENTRY,		/* bcfs_reply_entry() of an entry reply */
+	BCFS_REPLY_ENTRY,		/* fuse_reply_entry of an entry reply,
+					 * recorded in the inode table */
 	BCFS_REPLY_LOOKUP,		/* as ENTRY; ENOENT a negative entry */
 	BCFS_REPLY_OPEN_ATTR,		/* no request; the attrs of a file
 					 * closed after writing (inode.c) */
@@ -498,12 +502,6 @@ enum bcfs_reply {
  */
 void bcfs_call_reply(fuse_req_t req, struct bcp_msg *m, enum bcfs_reply kind,
 		     uint64_t parent, const char *name);
-/*
- * Reply to an entry-returning request whose reply took one agent reference
- * on entry->handle; records it, and gives it back if the kernel is gone.
- */
-void bcfs_reply_entry(fuse_req_t req, uint64_t parent, const char *name,
-		      const struct bcp_entry *entry, uint64_t ngen);
 /* an entry in parent; ngen: bcfs_notify_gen() when the request went out */
 void bcfs_fill_entry(const struct bcp_entry *entry, uint64_t parent,
 		     struct fuse_entry_param *e, uint64_t ngen);
@@ -621,6 +619,19 @@ void bcfs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		      size_t size);
 void bcfs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 void bcfs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+/*
+ * Moved on by this mount's every setxattr and removexattr, before and
+ * after: an answer to a request sent at another epoch may be older than
+ * one of them.
+ */
+uint64_t bcfs_xattr_epoch(void);
+/*
+ * An entry the agent says has no xattrs (BCP_MODE_NO_XATTRS), recorded in
+ * the inode table: every kind's absence is remembered, unless a change
+ * may have come since the request went out (ngen, xepoch).
+ */
+void bcfs_xattr_hint(const struct bcp_entry *entry, uint64_t ngen,
+		     uint64_t xepoch);
 
 /* embed.c: local:DIR */
 /*

@@ -300,6 +300,22 @@ void bcfs_inode_xattr_absent_known(uint64_t handle, int kind, uint32_t gen)
 	pthread_mutex_unlock(&t->lock);
 }
 
+void bcfs_inode_xattr_none(uint64_t handle)
+{
+	struct bcfs_itable *t = &bcfs_g.itable;
+	struct bcfs_inode *in;
+	uint64_t until;
+	int kind;
+
+	until = bcfs_now_ns() + (uint64_t)(bcfs_g.o.attr_timeout * 1e9);
+	pthread_mutex_lock(&t->lock);
+	in = bcfs_ifind_xattr(t, handle);
+	if (in)
+		for (kind = 0; kind < BCFS_XA_N; kind++)
+			in->absent_until[kind] = until;
+	pthread_mutex_unlock(&t->lock);
+}
+
 void bcfs_inode_listed(uint64_t handle)
 {
 	struct bcfs_itable *t = &bcfs_g.itable;

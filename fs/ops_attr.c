@@ -114,6 +114,7 @@ void bcfs_acall_send(struct bcfs_acall *a, fuse_req_t req, struct bcp_msg *m,
 	a->call.done = bcfs_acall_done;
 	a->call.priv = a;
 	a->ngen = bcfs_notify_gen();
+	a->xepoch = bcfs_xattr_epoch();
 	bcfs_metrics_begin(&a->mt, m->hdr.opcode);
 	ret = bcp_client_call_async(bcfs_g.client, m, &a->call);
 	if (ret < 0)
@@ -181,10 +182,27 @@ static void bcfs_answer_truncate(struct bcfs_acall *a, int result)
 	bcfs_answer_setattr(a, result);
 }
 
-static void bcfs_reply_entry_ex(fuse_req_t req, uint64_t parent,
-				const char *name,
-				const struct bcp_entry *entry, uint64_t ngen,
-				int made_dir);
+/* The entry of a's reply to the kernel; made_dir: a MKDIR's (dirs.c). */
+static void bcfs_reply_entry(struct bcfs_acall *a, int made_dir)
+{
+	const struct bcp_entry *entry = &a->call.rep.u.entry_rep.entry;
+	struct fuse_entry_param e;
+
+	bcfs_fill_entry(entry, a->parent, &e, a->ngen);
+	if (bcfs_inode_ref(entry->handle, a->parent, a->name,
+			   strlen(a->name), entry->fid)) {
+		/* no record, no kernel reference: give the agent's back */
+		bcp_client_forget(bcfs_g.client, entry->handle, 1);
+		fuse_reply_err(a->req, ENOMEM);
+		return;
+	}
+	bcfs_xattr_hint(entry, a->ngen, a->xepoch);
+	/* before the kernel can make a name in it */
+	if (made_dir)
+		bcfs_dirs_made(entry->handle, a->ngen);
+	if (fuse_reply_entry(a->req, &e))
+		bcfs_inode_forget(entry->handle, 1);
+}
 
 static void bcfs_answer_entry_ex(struct bcfs_acall *a, int result,
 				 int made_dir)
@@ -195,8 +213,7 @@ static void bcfs_answer_entry_ex(struct bcfs_acall *a, int result,
 		bcfs_reply_status(a->req, result);
 		return;
 	}
-	bcfs_reply_entry_ex(a->req, a->parent, a->name,
-			    &a->call.rep.u.entry_rep.entry, a->ngen, made_dir);
+	bcfs_reply_entry(a, made_dir);
 }
 
 static void bcfs_answer_entry(struct bcfs_acall *a, int result)
@@ -313,7 +330,7 @@ void bcfs_attr_to_stat(const struct bcp_attr *a, struct stat *st)
 	st->st_mtim.tv_nsec = a->mtime_nsec;
 	st->st_ctim.tv_sec = a->ctime;
 	st->st_ctim.tv_nsec = a->ctime_nsec;
-	st->st_mode = a->mode;
+	st->st_mode = a->mode & BCP_MODE_BITS;
 	st->st_nlink = a->nlink;
 	st->st_uid = a->uid;
 	st->st_gid = a->gid;
@@ -334,35 +351,6 @@ void bcfs_fill_entry(const struct bcp_entry *entry, uint64_t parent,
 	e->entry_timeout = bcfs_notify_timeout(bcfs_g.o.entry_timeout, ngen,
 					       entry->handle, parent);
 }
-
-static void bcfs_reply_entry_ex(fuse_req_t req, uint64_t parent,
-				const char *name,
-				const struct bcp_entry *entry, uint64_t ngen,
-				int made_dir)
-{
-	struct fuse_entry_param e;
-
-	bcfs_fill_entry(entry, parent, &e, ngen);
-	if (bcfs_inode_ref(entry->handle, parent, name,
-			   name ? strlen(name) : 0, entry->fid)) {
-		/* no record, no kernel reference: give the agent's back */
-		bcp_client_forget(bcfs_g.client, entry->handle, 1);
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	/* before the kernel can make a name in it */
-	if (made_dir)
-		bcfs_dirs_made(entry->handle, ngen);
-	if (fuse_reply_entry(req, &e))
-		bcfs_inode_forget(entry->handle, 1);
-}
-
-void bcfs_reply_entry(fuse_req_t req, uint64_t parent, const char *name,
-		      const struct bcp_entry *entry, uint64_t ngen)
-{
-	bcfs_reply_entry_ex(req, parent, name, entry, ngen, 0);
-}
-
 
 void bcfs_op_getattr(fuse_req_t req, fuse_ino_t ino,
 		     struct fuse_file_info *fi)

@@ -337,7 +337,7 @@ static void bcfs_readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 	struct bcp_msg m, r;
 	uint64_t parent = bcfs_handle(ino);
 	uint32_t max_bytes, n = 0;
-	uint64_t ngen;
+	uint64_t ngen, xepoch;
 	size_t pos = 0, ent;
 	int ret, full = 0, bad;
 	char *buf;
@@ -360,6 +360,7 @@ static void bcfs_readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 	m.u.readdir_req.max_bytes = max_bytes;
 	m.u.readdir_req.flags = plus ? BCP_READDIR_PLUS : 0;
 	ngen = bcfs_notify_gen();
+	xepoch = bcfs_xattr_epoch();
 	ret = bcfs_call(&m, &r);
 	if (ret) {
 		bcfs_reply_status(req, ret);
@@ -390,10 +391,15 @@ static void bcfs_readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 			ent = fuse_add_direntry_plus(req, buf + pos,
 						     size - pos, name, &e,
 						     v.d.cookie);
-			if (ent <= size - pos &&
-			    bcfs_inode_ref(v.entry.handle, parent, name,
-					   v.d.name_len, v.entry.fid))
-				ent = size + 1; /* no record: stop here */
+			if (ent <= size - pos) {
+				if (bcfs_inode_ref(v.entry.handle, parent,
+						   name, v.d.name_len,
+						   v.entry.fid))
+					ent = size + 1; /* no record: stop */
+				else
+					bcfs_xattr_hint(&v.entry, ngen,
+							xepoch);
+			}
 		}
 		if (ent > size - pos) {
 			full = 1;

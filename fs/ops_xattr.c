@@ -12,7 +12,10 @@
  * the time the kernel trusts cached attributes too; this mount's
  * setxattr and removexattr on the inode forget it at once.  So is the
  * absence of the POSIX ACLs (the kernel's permission checks, ls -l) and
- * of security.selinux (ls -l asks every name for it).
+ * of security.selinux (ls -l asks every name for it).  An agent that
+ * says so in the entries it hands out (BCP_FEAT_XATTR_HINT: the object
+ * has no xattrs at all) spares even the first question of each kind:
+ * a cold ls -l asks the agent for the listing only.
  */
 #include "config.h"
 
@@ -37,18 +40,37 @@ static int bcfs_xattr_name_len(const char *name)
  * before and after (a getxattr racing with it must not cache), and what
  * dattr.c keeps of a directory (its ctime moves).
  */
+static uint64_t bcfs_xattr_epoch_v;
+
+uint64_t bcfs_xattr_epoch(void)
+{
+	return __atomic_load_n(&bcfs_xattr_epoch_v, __ATOMIC_ACQUIRE);
+}
+
 static int bcfs_xattr_change(struct bcp_msg *m, uint64_t handle)
 {
 	struct bcp_msg r;
 	uint32_t t;
 	int ret;
 
+	__atomic_add_fetch(&bcfs_xattr_epoch_v, 1, __ATOMIC_ACQ_REL);
 	bcfs_inode_xattr_forget(handle);
 	t = bcfs_dattr_begin(handle);
 	ret = bcfs_call(m, &r);
 	bcfs_dattr_end(handle, t, NULL, 0);
 	bcfs_inode_xattr_forget(handle);
+	__atomic_add_fetch(&bcfs_xattr_epoch_v, 1, __ATOMIC_ACQ_REL);
 	return ret;
+}
+
+void bcfs_xattr_hint(const struct bcp_entry *entry, uint64_t ngen,
+		     uint64_t xepoch)
+{
+	if (!(entry->attr.mode & BCP_MODE_NO_XATTRS) ||
+	    bcfs_g.o.attr_timeout <= 0 || bcfs_xattr_epoch() != xepoch ||
+	    bcfs_notify_touched(ngen, entry->handle, 0))
+		return;
+	bcfs_inode_xattr_none(entry->handle);
 }
 
 void bcfs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,

@@ -18,6 +18,9 @@
 #     another descriptor (at once), or by mount 2 (within a second);
 #   - a second ls -l asks the agent no GETXATTR (security.selinux, the
 #     ACL), and a security.selinux set here or through mount 2 is read;
+#     a first ls -l through mount 3 asks only for the names that have
+#     xattrs (posix store), and reads every label set here, through
+#     mount 2 or in the store;
 #   - cephfs: a stream of creates into one directory costs the MDS no
 #     lookups, a fast one (3000 creates) or a slow one (50 a second);
 #     and rm -rf of files another Ceph client read does not make the
@@ -46,12 +49,13 @@ store_within=1
 
 PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=$top_srcdir/tests/fs \
 	timeout 300 python3 - "$m1" "$m2" "$BCF_TMP/m3" "$BCF_BACK" \
-	"$BCF_METRICS_PORT" "$port3" "$store_within" <<'PY' || bcf_fail "see above"
+	"$BCF_METRICS_PORT" "$port3" "$store_within" "${BCF_STORE:-posix}" \
+	<<'PY' || bcf_fail "see above"
 import ctypes, errno, mmap, os, subprocess, sys, time
 from fscheck import fail, within
 import fscheck
 
-m1, m2, m3, back, port, port3, store_within = sys.argv[1:8]
+m1, m2, m3, back, port, port3, store_within, store = sys.argv[1:9]
 store_within = float(store_within)
 
 def requests(op, port=port):
@@ -275,6 +279,39 @@ else:
         except OSError:
             return False
     within("a security.selinux set through mount 2 is read", seen, 1.0)
+# mount 3 never looked at them: its first ls -l asks only for the names
+# with xattrs (posix: the agent says in each entry which have none); what
+# was set here, through mount 2 and in the store is read through it
+labels = {}
+try:
+    os.getxattr(x + "/f000", "security.selinux")
+    labels = {"f000": b"a_t\0", "f001": b"b_t\0"}
+    if store == "posix":
+        os.setxattr(back + "/xa/f002", "security.selinux", b"c_t\0")
+        labels["f002"] = b"c_t\0"
+except OSError as e:
+    if e.errno not in (errno.EOPNOTSUPP, errno.ENODATA, errno.EPERM):
+        raise
+x3 = m3 + "/xa"
+x0 = requests("getxattr", port3)
+out = subprocess.run(["ls", "-l", x3], stdout=subprocess.PIPE,
+                     check=True).stdout
+n = requests("getxattr", port3) - x0
+print("GETXATTRs for a first ls -l of 100 files (%d with a label): %d"
+      % (len(labels), n))
+if store == "posix" and n > 10 + 2 * len(labels):
+    fail("a first ls -l of 100 files asked the agent %d GETXATTRs" % n)
+for i in range(100):
+    name = "f%03d" % i
+    try:
+        got = os.getxattr(x3 + "/" + name, "security.selinux")
+    except OSError as e:
+        if e.errno != errno.ENODATA:
+            raise
+        got = None
+    if got != labels.get(name):
+        fail("%s's security.selinux through mount 3 after ls -l: %r, "
+             "not %r" % (name, got, labels.get(name)))
 sys.exit(fscheck.status())
 PY
 
