@@ -619,10 +619,6 @@ static void store_node_retire(struct store_node *n)
 }
 
 /*
- * Take a lookup reference on the inode behind fd (an O_PATH fd whose
- * ownership moves here): the existing node, or a new one.
- */
-/*
  * BCP_MODE_NO_XATTRS for the object behind fd when the host takes it
  * (AGENT_STORE_XATTR_HINT): a listxattr of size 0, one system call; a
  * symlink's extended attributes are never served (posix_getxattr()).
@@ -640,6 +636,10 @@ static uint32_t store_xattr_hint(const struct posix_store *s, int fd,
 	return listxattr(proc, NULL, 0) == 0 ? BCP_MODE_NO_XATTRS : 0;
 }
 
+/*
+ * Take a lookup reference on the inode behind fd (an O_PATH fd whose
+ * ownership moves here): the existing node, or a new one.
+ */
 static int store_node_get(struct posix_store *s, int fd,
 			  struct bcp_entry *out)
 {
