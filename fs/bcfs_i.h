@@ -627,11 +627,12 @@ void bcfs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 uint64_t bcfs_xattr_epoch(void);
 /*
  * An entry the agent says has no xattrs (BCP_MODE_NO_XATTRS), recorded in
- * the inode table: every kind's absence is remembered, unless a change
- * may have come since the request went out (ngen, xepoch).
+ * the inode table and filled into e (bcfs_fill_entry()): every kind's
+ * absence is remembered, unless a change may have come since the request
+ * went out (a notification zeroed e's attr_timeout; xepoch moved).
  */
-void bcfs_xattr_hint(const struct bcp_entry *entry, uint64_t ngen,
-		     uint64_t xepoch);
+void bcfs_xattr_hint(const struct bcp_entry *entry,
+		     const struct fuse_entry_param *e, uint64_t xepoch);
 
 /* embed.c: local:DIR */
 /*

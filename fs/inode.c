@@ -285,7 +285,12 @@ int bcfs_inode_xattr_absent(uint64_t handle, int kind, uint32_t *gen)
 	return known;
 }
 
-void bcfs_inode_xattr_absent_known(uint64_t handle, int kind, uint32_t gen)
+/*
+ * Kinds [kind, kind + n) absent for attr_timeout; gen: only while the
+ * inode's xattr generation is still *gen (NULL: whatever it is).
+ */
+static void bcfs_inode_xattr_absent_set(uint64_t handle, int kind, int n,
+					const uint32_t *gen)
 {
 	struct bcfs_itable *t = &bcfs_g.itable;
 	struct bcfs_inode *in;
@@ -295,25 +300,20 @@ void bcfs_inode_xattr_absent_known(uint64_t handle, int kind, uint32_t gen)
 	pthread_mutex_lock(&t->lock);
 	in = bcfs_ifind_xattr(t, handle);
 	/* a setxattr or removexattr since the question: the answer is old */
-	if (in && in->xattr_gen == gen)
-		in->absent_until[kind] = until;
+	if (in && (!gen || in->xattr_gen == *gen))
+		for (; n > 0; n--, kind++)
+			in->absent_until[kind] = until;
 	pthread_mutex_unlock(&t->lock);
+}
+
+void bcfs_inode_xattr_absent_known(uint64_t handle, int kind, uint32_t gen)
+{
+	bcfs_inode_xattr_absent_set(handle, kind, 1, &gen);
 }
 
 void bcfs_inode_xattr_none(uint64_t handle)
 {
-	struct bcfs_itable *t = &bcfs_g.itable;
-	struct bcfs_inode *in;
-	uint64_t until;
-	int kind;
-
-	until = bcfs_now_ns() + (uint64_t)(bcfs_g.o.attr_timeout * 1e9);
-	pthread_mutex_lock(&t->lock);
-	in = bcfs_ifind_xattr(t, handle);
-	if (in)
-		for (kind = 0; kind < BCFS_XA_N; kind++)
-			in->absent_until[kind] = until;
-	pthread_mutex_unlock(&t->lock);
+	bcfs_inode_xattr_absent_set(handle, 0, BCFS_XA_N, NULL);
 }
 
 void bcfs_inode_listed(uint64_t handle)

@@ -873,8 +873,12 @@ int main(int argc, char *argv[])
 	}
 	co.addr = addr;
 	co.notify = bcfs_notify_cb;
-	/* bcfs_attr_to_stat() strips BCP_MODE_NO_XATTRS (bcfs_xattr_hint()) */
-	co.reply_features = BCP_FEAT_XATTR_HINT;
+	/*
+	 * bcfs_attr_to_stat() strips BCP_MODE_NO_XATTRS; kept only while
+	 * attributes are (bcfs_xattr_hint()), so not asked for without
+	 */
+	if (o->attr_timeout != 0)
+		co.reply_features = BCP_FEAT_XATTR_HINT;
 	/* a handshake the agent cuts short is tried again by the library */
 	ret = bcp_client_connect(&co, &bcfs_g.client, err, sizeof(err));
 	if (ret) {

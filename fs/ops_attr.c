@@ -196,7 +196,7 @@ static void bcfs_reply_entry(struct bcfs_acall *a, int made_dir)
 		fuse_reply_err(a->req, ENOMEM);
 		return;
 	}
-	bcfs_xattr_hint(entry, a->ngen, a->xepoch);
+	bcfs_xattr_hint(entry, &e, a->xepoch);
 	/* before the kernel can make a name in it */
 	if (made_dir)
 		bcfs_dirs_made(entry->handle, a->ngen);

@@ -397,8 +397,7 @@ static void bcfs_readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 						   v.entry.fid))
 					ent = size + 1; /* no record: stop */
 				else
-					bcfs_xattr_hint(&v.entry, ngen,
-							xepoch);
+					bcfs_xattr_hint(&v.entry, &e, xepoch);
 			}
 		}
 		if (ent > size - pos) {

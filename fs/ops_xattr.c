@@ -63,14 +63,13 @@ static int bcfs_xattr_change(struct bcp_msg *m, uint64_t handle)
 	return ret;
 }
 
-void bcfs_xattr_hint(const struct bcp_entry *entry, uint64_t ngen,
-		     uint64_t xepoch)
+void bcfs_xattr_hint(const struct bcp_entry *entry,
+		     const struct fuse_entry_param *e, uint64_t xepoch)
 {
-	if (!(entry->attr.mode & BCP_MODE_NO_XATTRS) ||
-	    bcfs_g.o.attr_timeout <= 0 || bcfs_xattr_epoch() != xepoch ||
-	    bcfs_notify_touched(ngen, entry->handle, 0))
-		return;
-	bcfs_inode_xattr_none(entry->handle);
+	/* attr_timeout 0: the option's, or news of the object meanwhile */
+	if ((entry->attr.mode & BCP_MODE_NO_XATTRS) && e->attr_timeout > 0 &&
+	    bcfs_xattr_epoch() == xepoch)
+		bcfs_inode_xattr_none(entry->handle);
 }
 
 void bcfs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
