@@ -49,28 +49,6 @@ static uint32_t mode_flags(struct bcp_client *cl, uint64_t parent,
 	return e.attr.mode & ~(uint32_t)BCP_MODE_BITS;
 }
 
-/* A client that asks for the xattr hint in entries. */
-static struct bcp_client *hint_client(const struct t_agent *a)
-{
-	struct bcp_client_opts o;
-	struct bcp_client *cl;
-	char err[256];
-	int ret;
-
-	bcp_client_opts_init(&o);
-	o.addr = a->unix_addr;
-	o.transport = BCP_XFER_SHM;
-	o.pool_size = 1 << 20;
-	o.timeout_ms = 10000;
-	o.reply_features = BCP_FEAT_XATTR_HINT;
-	ret = bcp_client_connect(&o, &cl, err, sizeof(err));
-	if (ret < 0)
-		t_fail("client connect to %s: %s (%s)", o.addr,
-		       strerror(-ret), err);
-	T_CHECK(bcp_client_hello(cl)->features & BCP_FEAT_XATTR_HINT);
-	return cl;
-}
-
 static int getattr(uint64_t h, struct bcp_attr *a)
 {
 	struct bcp_msg m, rep;
@@ -298,7 +276,9 @@ int main(void)
 	c = t_client(&a, 0, BCP_XFER_SHM, 1 << 20);
 	root = bcp_client_root(c);
 	T_CHECK(root > 1);
-	ch = hint_client(&a);
+	ch = t_client_features(&a, 0, BCP_XFER_SHM, 1 << 20,
+			       BCP_FEAT_XATTR_HINT);
+	T_CHECK(bcp_client_hello(ch)->features & BCP_FEAT_XATTR_HINT);
 
 	/* LOOKUP / CREATE / MKDIR and their errnos */
 	T_EQ(t_lookup(c, root, "missing", NULL), -ENOENT);

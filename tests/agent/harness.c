@@ -184,6 +184,13 @@ void t_agent_cleanup(struct t_agent *a)
 struct bcp_client *t_client(struct t_agent *a, int tcp,
 			    enum bcp_transport tr, size_t pool)
 {
+	return t_client_features(a, tcp, tr, pool, 0);
+}
+
+struct bcp_client *t_client_features(const struct t_agent *a, int tcp,
+				     enum bcp_transport tr, size_t pool,
+				     uint64_t reply_features)
+{
 	struct bcp_client_opts o;
 	struct bcp_client *c;
 	char err[256];
@@ -194,6 +201,7 @@ struct bcp_client *t_client(struct t_agent *a, int tcp,
 	o.transport = tr;
 	o.pool_size = pool;
 	o.timeout_ms = 10000;
+	o.reply_features = reply_features;
 	if (a->secret) {
 		o.secret = a->secret;
 		o.secret_len = strlen(a->secret);

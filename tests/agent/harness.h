@@ -54,6 +54,10 @@ int t_log_has(const struct t_agent *a, const char *s);
 /* Client library session; transport BCP_XFER_SHM or BCP_XFER_TCP. */
 struct bcp_client *t_client(struct t_agent *a, int tcp,
 			    enum bcp_transport tr, size_t pool);
+/* The same, asking for reply_features (bcp_client_opts) too. */
+struct bcp_client *t_client_features(const struct t_agent *a, int tcp,
+				     enum bcp_transport tr, size_t pool,
+				     uint64_t reply_features);
 
 /* Raw: connect; handshake (HELLO+AUTH) with a secret.  Returns the fd. */
 int t_raw_connect(struct t_agent *a, int tcp);
