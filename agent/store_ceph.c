@@ -819,6 +819,26 @@ static int cs_dir_get(struct ceph_store *s, uint64_t handle,
 }
 
 /*
+ * BCP_MODE_NO_XATTRS for in when the host takes it (AGENT_STORE_XATTR_HINT):
+ * a listxattr of size 0, answered from the Ceph client's copy while it
+ * holds the inode's xattr capability; a symlink's extended attributes are
+ * never served (cfs_getxattr()).
+ */
+static uint32_t cs_xattr_hint(struct ceph_store *s, Inode *in,
+			      const struct ceph_statx *x)
+{
+	size_t len = 0;
+
+	if (!(s->base.flags & AGENT_STORE_XATTR_HINT))
+		return 0;
+	if (S_ISLNK(x->stx_mode))
+		return BCP_MODE_NO_XATTRS;
+	if (ceph_ll_listxattr(s->cm, in, NULL, 0, &len, s->cb->perms) < 0)
+		return 0;
+	return len == 0 ? BCP_MODE_NO_XATTRS : 0;
+}
+
+/*
  * Take a lookup reference on in (whose Ceph reference moves here): the
  * node that has its inode number already, or a new one.  handle: 0 for
  * a new value, or the value to install (REBIND, which always makes a new
@@ -830,7 +850,10 @@ static int cs_node_add(struct ceph_store *s, Inode *in,
 		       struct ceph_node **nout)
 {
 	struct ceph_node *n = NULL, *fresh;
+	uint32_t hint = 0;
 
+	if (out)
+		hint = cs_xattr_hint(s, in, x);
 	fresh = calloc(1, sizeof(*fresh));
 	pthread_mutex_lock(&s->lock);
 	if (!handle) {
@@ -861,8 +884,10 @@ static int cs_node_add(struct ceph_store *s, Inode *in,
 		n->refs = 1;
 		cs_node_link(s, n);
 	}
-	if (out)
+	if (out) {
 		cs_entry_fill(s, n, x, out);
+		out->attr.mode |= hint;
+	}
 	if (nout) {
 		n->refs++;
 		*nout = n;

@@ -6,6 +6,7 @@
  * store interface (agent_ceph_open(), a session's store, the
  * agent_store_*() dispatchers), which is thread-safe for a blocking store:
  * metadata, open/release, file_rw, READDIR through the call interface,
+ * the entries' "no xattrs" hint,
  * fids (fid_entry, REBIND in a second session), and the start-up
  * failures: a conf file that is not there and a monitor nobody answers
  * for fail with -errno, the latter within the timeout, and so does an MDS
@@ -424,9 +425,24 @@ static void check_store(struct agent_backend *b)
 	ret = agent_store_listxattr(s, h, buf, sizeof(buf));
 	CHECK(ret > 0 && memmem(buf, (size_t)ret, "user.k", 7),
 	      "listxattr %d", ret);
+	/* entries say "no xattrs" only to a host that asked, only when true */
+	OK(agent_store_lookup(s, dir, "f", 1, &e));
+	CHECK(!(e.attr.mode & BCP_MODE_NO_XATTRS), "hint not asked for");
+	agent_store_forget(s, e.handle, 1);
+	s->flags |= AGENT_STORE_XATTR_HINT;
+	OK(agent_store_lookup(s, dir, "f", 1, &e));
+	CHECK(!(e.attr.mode & BCP_MODE_NO_XATTRS), "hint with user.k set");
+	agent_store_forget(s, e.handle, 1);
 	OK(agent_store_removexattr(s, h, "user.k", 6));
 	CHECK(agent_store_getxattr(s, h, "user.k", 6, buf, sizeof(buf)) ==
 	      -ENODATA, "removed xattr");
+	OK(agent_store_lookup(s, dir, "f", 1, &e));
+	CHECK(e.attr.mode & BCP_MODE_NO_XATTRS, "no hint with no xattrs");
+	agent_store_forget(s, e.handle, 1);
+	OK(agent_store_lookup(s, dir, "l", 1, &e));
+	CHECK(e.attr.mode & BCP_MODE_NO_XATTRS, "no hint for a symlink");
+	agent_store_forget(s, e.handle, 1);
+	s->flags &= ~AGENT_STORE_XATTR_HINT;
 
 	/* READDIR, plain and PLUS, in small pieces */
 	ret = list(s, dir, 0, names, sizeof(names));

@@ -19,7 +19,7 @@
 #   - a second ls -l asks the agent no GETXATTR (security.selinux, the
 #     ACL), and a security.selinux set here or through mount 2 is read;
 #     a first ls -l through mount 3 asks only for the names that have
-#     xattrs (posix store), and reads every label set here, through
+#     xattrs, and reads every label set here, through
 #     mount 2 or in the store;
 #   - cephfs: a stream of creates into one directory costs the MDS no
 #     lookups, a fast one (3000 creates) or a slow one (50 a second);
@@ -280,15 +280,14 @@ else:
             return False
     within("a security.selinux set through mount 2 is read", seen, 1.0)
 # mount 3 never looked at them: its first ls -l asks only for the names
-# with xattrs (posix: the agent says in each entry which have none); what
+# with xattrs (the agent says in each entry which have none); what
 # was set here, through mount 2 and in the store is read through it
 labels = {}
 try:
     os.getxattr(x + "/f000", "security.selinux")
     labels = {"f000": b"a_t\0", "f001": b"b_t\0"}
-    if store == "posix":
-        os.setxattr(back + "/xa/f002", "security.selinux", b"c_t\0")
-        labels["f002"] = b"c_t\0"
+    os.setxattr(back + "/xa/f002", "security.selinux", b"c_t\0")
+    labels["f002"] = b"c_t\0"
 except OSError as e:
     if e.errno not in (errno.EOPNOTSUPP, errno.ENODATA, errno.EPERM):
         raise
@@ -298,7 +297,7 @@ subprocess.run(["ls", "-l", x3], stdout=subprocess.DEVNULL, check=True)
 n = requests("getxattr", port3) - x0
 print("GETXATTRs for a first ls -l of 100 files (%d with a label): %d"
       % (len(labels), n))
-if store == "posix" and n > 10 + 2 * len(labels):
+if n > 10 + 2 * len(labels):
     fail("a first ls -l of 100 files asked the agent %d GETXATTRs" % n)
 for i in range(100):
     name = "f%03d" % i
