@@ -178,6 +178,8 @@ static const char usage_text[] =
 "                            of the descriptor budget, at least 16)\n"
 "      --max-files N         open files one session holds (default: an\n"
 "                            eighth of the descriptor budget, at least 16)\n"
+"                            (with --max-sessions S below 4: the budget\n"
+"                            over S, and over 2S)\n"
 "      --max-regions N       registered regions per session (1..64,\n"
 "                            default 64)\n"
 "      --max-region-bytes BYTES\n"
@@ -771,6 +773,13 @@ static void main_derive(struct agent_config *a)
 {
 	/* a store without a root fd (cephfs) holds no descriptors */
 	int nofd = agent_backend && agent_backend->root_fd < 0;
+	/*
+	 * The budget is shared as if four sessions were busy, or every
+	 * session the agent takes when it takes fewer (a private agent's
+	 * one host may use it all)
+	 */
+	long busy = a->max_sessions && a->max_sessions < 4 ? a->max_sessions :
+		    4;
 	long per;
 
 	if (!a->max_slots)
@@ -779,14 +788,14 @@ static void main_derive(struct agent_config *a)
 		/* a handle is a name, not a descriptor: memory bounds it */
 		a->max_handles = AGENT_HANDLES_MAX;
 	} else if (!a->max_handles) {
-		per = agent_fds_budget / 4;
+		per = agent_fds_budget / busy;
 		a->max_handles = per < 16 ? 16 : per > AGENT_HANDLES_MAX ?
 				 AGENT_HANDLES_MAX : (unsigned int)per;
 	}
 	if (!a->max_files && nofd) {
 		a->max_files = AGENT_FILES_MAX;
 	} else if (!a->max_files) {
-		per = agent_fds_budget / 8;
+		per = agent_fds_budget / (2 * busy);
 		a->max_files = per < 16 ? 16 : per > AGENT_FILES_MAX ?
 			       AGENT_FILES_MAX : (unsigned int)per;
 	}

@@ -390,7 +390,7 @@ struct bcfs_embed_argv {
 	char fd[16];
 	char qd[16];
 	char slot[16];
-	char *argv[24];
+	char *argv[28];
 };
 
 static void bcfs_embed_argv_make(struct bcfs_embed_argv *a,
@@ -418,6 +418,13 @@ static void bcfs_embed_argv_make(struct bcfs_embed_argv *a,
 	 * and of the agent's user at mknodat()).
 	 */
 	a->argv[n++] = "--allow-devices";
+	/*
+	 * The daemon's session and, across a reconnect, the one it leaves:
+	 * descriptors are not kept for 128, and the files and handles this
+	 * host may hold are shared by two (bluecache-agent(8), LIMITS)
+	 */
+	a->argv[n++] = "--max-sessions";
+	a->argv[n++] = "2";
 	if (e->queue_depth) {
 		snprintf(a->qd, sizeof(a->qd), "%u", e->queue_depth);
 		a->argv[n++] = "--queue-depth";
