@@ -778,8 +778,7 @@ static void main_derive(struct agent_config *a)
 	 * session the agent takes when it takes fewer (a private agent's
 	 * one host may use it all)
 	 */
-	long busy = a->max_sessions && a->max_sessions < 4 ? a->max_sessions :
-		    4;
+	long busy = a->max_sessions < 4 ? a->max_sessions : 4;
 	long per;
 
 	if (!a->max_slots)

@@ -421,7 +421,7 @@ static void bcfs_embed_argv_make(struct bcfs_embed_argv *a,
 	/*
 	 * The daemon's session and, across a reconnect, the one it leaves:
 	 * descriptors are not kept for 128, and the files and handles this
-	 * host may hold are shared by two (bluecache-agent(8), LIMITS)
+	 * host may hold are shared by two (bluecache-agent(8), --max-files)
 	 */
 	a->argv[n++] = "--max-sessions";
 	a->argv[n++] = "2";
