@@ -24,7 +24,12 @@
  * A PULL segment's status is the length of the data delivered without a
  * gap: a chunk that comes up short (end of file, a file shrinking while it
  * is read) ends it there, even if a later chunk read data (the file grew
- * again), since the bytes in between were never written to the host.
+ * again), since the bytes in between were never written to the host.  A
+ * PUSH segment's is all of its bytes, or, when a chunk failed (a full
+ * store), the bytes written without a gap before the failure, as a short
+ * write(2) says; the error only when it wrote none.  The host's next push
+ * of the rest then gets the error, as a local file system's next write
+ * does.
  *
  * Inline fast path (shm regions): the host's memory is mapped here, so a
  * segment of up to inline_max bytes is first tried with preadv2/pwritev2
@@ -252,6 +257,22 @@ static void batch_reply_init(struct agent_batch *b, struct bcp_msg *rep)
 
 static void batch_pool_unhold(struct agent_batch *b, uint32_t n);
 
+/*
+ * A PUSH segment a chunk failed in wrote the bytes below lim[i] (the
+ * failed chunk's own first bytes, an inline prefix, the chunks before):
+ * that is its status, unless it is none (lim[i] is the segment's length
+ * until a chunk fails, so an error found before any chunk stays).
+ */
+static void batch_push_settle(struct agent_batch *b)
+{
+	uint32_t i;
+
+	for (i = 0; i < b->count; i++)
+		if (b->st[i] < 0 && b->lim[i] > 0 &&
+		    b->lim[i] < b->segs[i].length)
+			b->st[i] = (int32_t)b->lim[i];
+}
+
 static void batch_finish(struct agent_batch *b)
 {
 	struct agent_session *s = b->s;
@@ -260,8 +281,10 @@ static void batch_finish(struct agent_batch *b)
 	uint32_t i;
 
 	/* a pooled batch's pool thread published before its reply */
-	if (b->op == BCP_OP_BATCH_PUSH && !b->pooled)
+	if (b->op == BCP_OP_BATCH_PUSH && !b->pooled) {
+		batch_push_settle(b);
 		batch_publish(b);
+	}
 	batch_reply_init(b, &rep);
 	for (i = 0; i < b->count; i++) {
 		if (b->files[i])
@@ -296,7 +319,7 @@ static void batch_finish(struct agent_batch *b)
 	s->kick = 1;
 }
 
-/* A PULL chunk delivered data up to off only: the segment ends there. */
+/* A chunk moved data up to off only: the segment ends there. */
 static void batch_pull_short(struct agent_batch *b, uint32_t seg,
 			     uint64_t off)
 {
@@ -312,6 +335,9 @@ static void batch_chunk_end(struct agent_slot *sl, int res)
 	if (res < 0) {
 		if (b->st[sl->seg] >= 0)
 			b->st[sl->seg] = res;
+		/* a push's bytes up to here, less what the chunk missed */
+		if (b->op == BCP_OP_BATCH_PUSH)
+			batch_pull_short(b, sl->seg, sl->off + sl->done);
 	} else if (b->st[sl->seg] >= 0) {
 		b->st[sl->seg] += res;
 	}
@@ -763,7 +789,8 @@ static void batch_pool_unhold(struct agent_batch *b, uint32_t n)
  * the host's memory, the PUSH's holders told, and the reply sent from
  * here when the stream lets it (agent_session_pool_send()).  Statuses
  * mean what the staging path's do: a pull's is the bytes read (a short
- * read is the end of the file), a push's all of its bytes or an error.
+ * read is the end of the file), a push's the bytes written before the
+ * store failed, or the error when it wrote none.
  */
 static void batch_pool_run(struct agent_job *j)
 {
@@ -795,8 +822,7 @@ static void batch_pool_run(struct agent_job *j)
 			if (n <= 0)
 				break;
 		}
-		b->st[i] = done == sg->length ? (int32_t)done :
-			   n < 0 ? (int32_t)n : -EIO;
+		b->st[i] = done ? (int32_t)done : n < 0 ? (int32_t)n : -EIO;
 	}
 	b->t_store = agent_now_ns() - t;
 	if (b->op == BCP_OP_BATCH_PUSH)

@@ -85,8 +85,8 @@ struct agent_batch {
 	int queued;			/* waiting for slots */
 	struct agent_batch *next;	/* worker's ring or session free list */
 	struct agent_batch *snext;	/* next waiting batch of the session */
-	uint32_t lim[BCP_SEGS_MAX];	/* PULL: end of the data delivered
-					 * without a gap (short chunks);
+	uint32_t lim[BCP_SEGS_MAX];	/* end of the data moved without a
+					 * gap (short or failed chunks);
 					 * PUSH, once done: UINT32_MAX when
 					 * an earlier segment of the same
 					 * file told the holders */

@@ -31,6 +31,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -230,6 +231,18 @@ static void bcfs_rw_done(struct bcp_io *io, int32_t result)
 	if (__atomic_sub_fetch(&rw->pending, 1, __ATOMIC_ACQ_REL))
 		return;
 	total = bcfs_rw_total(rw, &n);
+	if (rw->whole && total >= 0) {
+		size_t want = 0;
+
+		for (i = 0; i < rw->nchunks; i++)
+			want += rw->io[i]->length;
+		if ((size_t)total < want) {
+			bcfs_dbg("writing back %zu bytes at %" PRIu64 ": the "
+				 "agent wrote %zd", want, rw->io[0]->offset,
+				 total);
+			total = -EIO;
+		}
+	}
 	bcfs_metrics_rw(rw->write, total, rw->t0);
 	if (rw->write)
 		bcfs_peek_dirty();	/* it may have reached the file now */
@@ -278,6 +291,7 @@ void bcfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	rw = bcfs_rw_get();
 	rw->req = req;
 	rw->write = 0;
+	rw->whole = 0;
 	ret = bcfs_rw_prepare(rw, BCP_OP_BATCH_PULL, fi->fh, size, off);
 	if (ret) {
 		bcfs_rw_put(rw);
@@ -311,6 +325,12 @@ void bcfs_op_write_buf(fuse_req_t req, fuse_ino_t ino,
 	rw = bcfs_rw_get();
 	rw->req = req;
 	rw->write = 1;
+	/*
+	 * A page the kernel writes back is done with whatever the count:
+	 * the rest of a short write (the store filled up meanwhile) would
+	 * be lost without a word.
+	 */
+	rw->whole = fi->writepage;
 	ret = bcfs_rw_prepare(rw, BCP_OP_BATCH_PUSH, fi->fh, size, off);
 	if (ret)
 		goto out_put;

@@ -93,6 +93,7 @@ struct bcfs_wb {
 	int32_t result;		/* ... with this */
 	fuse_req_t close_req;	/* the FLUSH its push answers, or NULL */
 	uint32_t close_len;	/* the bytes of that push */
+	int close_rest;		/* it was short: the flusher pushes the rest */
 };
 
 static struct {
@@ -110,6 +111,7 @@ static struct {
 	uint64_t room_at;
 	int room_ok;
 	int room_ask;			/* a writer wants a fresh answer */
+	unsigned int rests;		/* slots with close_rest set */
 } bcfs_wbt = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
 	.cond = PTHREAD_COND_INITIALIZER,
@@ -459,7 +461,12 @@ int bcfs_wb_flush(uint64_t handle, int how)
 	return ret;
 }
 
-/* The push of a close finished: answer its FLUSH.  Receiver thread. */
+/*
+ * The push of a close finished: answer its FLUSH.  Receiver thread.  A
+ * short one (the store filled up after part of it) is not answered here:
+ * the flusher pushes the rest, whose failure is the error the close gets,
+ * as bcfs_wb_push() does for a writer.
+ */
 static void bcfs_wb_closed(struct bcp_io *io, int32_t result)
 {
 	struct bcfs_wb *w = io->priv;
@@ -468,7 +475,19 @@ static void bcfs_wb_closed(struct bcp_io *io, int32_t result)
 	int ret, told;
 
 	pthread_mutex_lock(&bcfs_wbt.lock);
-	/* a short push (never, the agent resumes them) still fails */
+	if (result > 0 && (uint32_t)result < w->close_len &&
+	    bcfs_wbt.started && !bcfs_wbt.stop) {
+		w->len = w->close_len - (uint32_t)result;
+		memmove(io->buf, (char *)io->buf + result, w->len);
+		w->io = io;
+		w->start = io->offset + (uint32_t)result;
+		w->close_rest = 1;	/* still busy: nobody else touches it */
+		bcfs_wbt.rests++;
+		pthread_cond_signal(&bcfs_wbt.tick);
+		pthread_mutex_unlock(&bcfs_wbt.lock);
+		return;
+	}
+	/* a short one the flusher cannot finish (it is gone) fails */
 	ret = result < 0 ? result :
 	      (uint32_t)result != w->close_len ? -EIO : 0;
 	if (ret) {
@@ -575,8 +594,36 @@ void bcfs_wb_patch(uint64_t handle, struct stat *st)
 }
 
 /*
+ * The rest of a short push of a close (bcfs_wb_closed()): pushed and
+ * waited for, and the FLUSH answered with what it found.  Flusher thread,
+ * under bcfs_wbt.lock (dropped meanwhile).
+ */
+static void bcfs_wb_close_rest(struct bcfs_wb *w)
+{
+	fuse_req_t req = w->close_req;
+	uint64_t handle = w->handle;
+	int ret, told;
+
+	w->close_rest = 0;
+	bcfs_wbt.rests--;
+	w->busy = 0;
+	w->users++;
+	bcfs_wb_push(w);	/* until it fails: the error is the agent's */
+	w->users--;
+	w->close_req = NULL;
+	ret = bcfs_wb_take(w, &told);
+	pthread_cond_broadcast(&bcfs_wbt.cond);
+	pthread_mutex_unlock(&bcfs_wbt.lock);
+	if (told)
+		bcfs_wb_told(handle);
+	bcfs_reply_status(req, ret);
+	pthread_mutex_lock(&bcfs_wbt.lock);
+}
+
+/*
  * Pushes the runs older than BCFS_WB_AGE_MS, one at a time (it waits for
- * each push, as a writer would), every quarter of that.
+ * each push, as a writer would), every quarter of that, and the rest of a
+ * close's short push at once.
  */
 static void *bcfs_wb_flusher(void *arg)
 {
@@ -592,11 +639,14 @@ static void *bcfs_wb_flusher(void *arg)
 		t.tv_nsec += BCFS_WB_AGE_MS / 4 * 1000000L;
 		t.tv_sec += t.tv_nsec / 1000000000L;
 		t.tv_nsec %= 1000000000L;
-		if (!bcfs_wbt.room_ask)
+		if (!bcfs_wbt.room_ask && !bcfs_wbt.rests)
 			pthread_cond_timedwait(&bcfs_wbt.tick, &bcfs_wbt.lock,
 					       &t);
 		if (bcfs_wbt.stop)
 			break;
+		for (i = 0; i < BCFS_WB_MAX && bcfs_wbt.rests; i++)
+			if (bcfs_wbt.slot[i].close_rest)
+				bcfs_wb_close_rest(&bcfs_wbt.slot[i]);
 		now = bcfs_now_ns();
 		/* asked, or files gather and the answer is a second old */
 		if (bcfs_wbt.room_ask ||
@@ -670,6 +720,8 @@ void bcfs_wb_fini(void)
 
 		if (!w->handle)
 			continue;
+		if (w->close_rest)
+			bcfs_wb_close_rest(w);	/* the flusher is gone */
 		bcfs_wb_drain(w);
 		if (w->io) {
 			bcp_client_io_put(bcfs_g.client, w->io);

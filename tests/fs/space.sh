@@ -9,7 +9,8 @@
 # a rename over it) is free at once, as soon as nothing holds the file
 # open: a write right after the rm of a big file works, and statfs
 # through the mount says so.  A file open while it is removed keeps its
-# space and its data until its last close.  The store is a 64 MiB tmpfs
+# space and its data until its last close.  A write that fills the store
+# partway says what it wrote.  The store is a 64 MiB tmpfs
 # of the test's own (needs root).
 #
 # The agent caches a descriptor of each object its host looked up, and
@@ -83,12 +84,14 @@ def write_new(path, size):
         os.close(fd)
 
 # a new file written in records until the store is full: every byte a
-# write said it wrote is in the file, as on a local file system
-for r in range(3):
+# write said it wrote is in the file, and no other, as on a local file
+# system (the last write is short: it says what it wrote, also where it
+# ends inside a page and where it started inside one)
+for r, rec in enumerate((65536, 60000, 12345)):
     path = os.path.join(mnt, "acked")
-    acked, err = fill(path, 65536)
+    acked, err = fill(path, rec)
     size = os.stat(path).st_size
-    if err not in (errno.ENOSPC, errno.EDQUOT) or size < acked:
+    if err not in (errno.ENOSPC, errno.EDQUOT) or size != acked:
         fail("round %d: %d bytes written (%s), the file has %d" %
              (r, acked, err and errno.errorcode[err], size))
     os.unlink(path)
@@ -98,6 +101,10 @@ for r in range(5):
     if err not in (errno.ENOSPC, errno.EDQUOT):
         fail("round %d: filling the store: %s after %d MiB" %
              (r, err and errno.errorcode[err], n // MiB))
+    size = os.stat(os.path.join(mnt, "big")).st_size
+    if size != n:
+        fail("round %d: %d bytes written in 1 MiB records, the file "
+             "has %d" % (r, n, size))
     os.unlink(os.path.join(mnt, "big"))
     # at once: nothing holds it open
     if free() < 56 * MiB:
