@@ -97,6 +97,11 @@ void bcfs_metrics_rw(int write, ssize_t total, uint64_t t0)
 		      (uint64_t)total);
 }
 
+uint64_t bcfs_metrics_written(void)
+{
+	return __atomic_load_n(&bcfs_m.bytes_written, __ATOMIC_RELAXED);
+}
+
 void bcfs_metrics_reconnected(void)
 {
 	m_add(&bcfs_m.reconnects, 1);

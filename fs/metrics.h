@@ -55,6 +55,8 @@ void bcfs_metrics_rw(int write, ssize_t total, uint64_t t0);
 void bcfs_metrics_reconnected(void);
 /* The op's name in metrics and in --stats: "lookup", "read" ... or NULL. */
 const char *bcfs_metrics_op_name(uint16_t op, char *buf, size_t len);
+/* Bytes acknowledged to write(2)s and write-backs since the mount. */
+uint64_t bcfs_metrics_written(void);
 /* A consistent-enough copy of the counters (relaxed loads). */
 void bcfs_metrics_snap(struct bcfs_msnap *s);
 

@@ -107,9 +107,15 @@ static struct {
 	pthread_t flusher;
 	pthread_cond_t tick;
 	int started, stop;
-	/* the store's room: when last asked (ns, 0 never), and the answer */
+	/*
+	 * The store's room: when last asked (ns, 0 never), the answer (the
+	 * free bytes, UINT64_MAX when it tells no size) and the bytes this
+	 * mount had written when it asked.
+	 */
 	uint64_t room_at;
 	int room_ok;
+	uint64_t room_free;
+	uint64_t room_written;
 	int room_ask;			/* a writer wants a fresh answer */
 	unsigned int rests;		/* slots with close_rest set */
 } bcfs_wbt = {
@@ -219,16 +225,31 @@ static void bcfs_wb_io(struct bcfs_wb *w, struct bcp_io *io, uint64_t off,
 	io->priv = w;
 }
 
+/* The free bytes a run needs the store to have. */
+static uint64_t bcfs_wb_room_want(void)
+{
+	return BCFS_WB_ROOM + (uint64_t)bcfs_wbt.nslots * bcfs_wbt.cap;
+}
+
 /*
- * Whether a run may start now: the store had room to spare a moment ago.
- * If the answer is old, the flusher is asked for a new one and the write
- * goes through meanwhile.  Under bcfs_wbt.lock.
+ * Whether a run may start now: the store had room to spare a moment ago,
+ * less what this mount wrote since.  If the answer is old, the flusher is
+ * asked for a new one and the write goes through meanwhile.  Under
+ * bcfs_wbt.lock.
  */
 static int bcfs_wb_room(uint64_t now)
 {
+	uint64_t spent;
+
 	if (bcfs_wbt.room_at &&
-	    now - bcfs_wbt.room_at < BCFS_WB_ROOM_MS * 1000000ull)
-		return bcfs_wbt.room_ok;
+	    now - bcfs_wbt.room_at < BCFS_WB_ROOM_MS * 1000000ull) {
+		/* what this mount wrote since comes off the answer */
+		spent = bcfs_metrics_written() - bcfs_wbt.room_written;
+		return bcfs_wbt.room_ok &&
+		       (bcfs_wbt.room_free == UINT64_MAX ||
+			(bcfs_wbt.room_free > spent &&
+			 bcfs_wbt.room_free - spent >= bcfs_wb_room_want()));
+	}
 	if (bcfs_wbt.started && !bcfs_wbt.room_ask) {
 		bcfs_wbt.room_ask = 1;
 		pthread_cond_signal(&bcfs_wbt.tick);
@@ -240,15 +261,16 @@ static int bcfs_wb_room(uint64_t now)
 static void bcfs_wb_room_ask(void)
 {
 	struct bcp_msg m, r;
-	uint64_t want, avail;
+	uint64_t want, avail, written;
 	int ret, ok;
 
 	bcfs_msg(&m, BCP_OP_STATFS);
 	m.u.handle_req.handle = bcfs_g.root;
+	written = bcfs_metrics_written();
 	pthread_mutex_unlock(&bcfs_wbt.lock);
 	ret = bcfs_call(&m, &r);
 	pthread_mutex_lock(&bcfs_wbt.lock);
-	want = BCFS_WB_ROOM + (uint64_t)bcfs_wbt.nslots * bcfs_wbt.cap;
+	want = bcfs_wb_room_want();
 	avail = 0;
 	if (!ret)
 		avail = r.u.statfs_rep.bavail * (r.u.statfs_rep.frsize ?
@@ -261,6 +283,9 @@ static void bcfs_wb_room_ask(void)
 			 ret ? strerror(bcfs_errno(ret)) :
 			 ok ? "the store has room" : "the store is nearly full");
 	bcfs_wbt.room_ok = ok;
+	bcfs_wbt.room_free = !ret && !r.u.statfs_rep.blocks ? UINT64_MAX :
+			     avail;
+	bcfs_wbt.room_written = written;
 	bcfs_wbt.room_at = bcfs_now_ns();
 	bcfs_wbt.room_ask = 0;
 }

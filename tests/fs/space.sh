@@ -10,8 +10,10 @@
 # open: a write right after the rm of a big file works, and statfs
 # through the mount says so.  A file open while it is removed keeps its
 # space and its data until its last close.  A write that fills the store
-# partway says what it wrote.  The store is a 64 MiB tmpfs
-# of the test's own (needs root).
+# partway says what it wrote, and a new file's gathered writes that find
+# the store full at close make the close fail with ENOSPC.  The store is
+# a 160 MiB tmpfs of the test's own (needs root): big enough that new
+# files gather while it has room.
 #
 # The agent caches a descriptor of each object its host looked up, and
 # the host forgets the object only some time after the rm: that
@@ -21,7 +23,7 @@
 bcf_init
 [ "$(id -u)" -eq 0 ] || bcf_skip "needs root: the store is a tmpfs of its own"
 command -v python3 >/dev/null 2>&1 || bcf_skip "python3 is missing"
-mount -t tmpfs -o size=64m,mode=0755 bcf-space "$BCF_BACK" ||
+mount -t tmpfs -o size=160m,mode=0755 bcf-space "$BCF_BACK" ||
 	bcf_skip "cannot mount a tmpfs here"
 
 space_cleanup()
@@ -42,11 +44,12 @@ bcf_start_agent "$BCF_BACK" "$listen" "${agent_args[@]}" ||
 	bcf_fail "bluecache-agent did not become ready"
 bcf_mount "$listen" "$opts"
 
-PYTHONDONTWRITEBYTECODE=1 timeout 300 python3 - "$BCF_MNT" <<'PY' ||
+PYTHONDONTWRITEBYTECODE=1 timeout 300 python3 - "$BCF_MNT" "$BCF_BACK" <<'PY' ||
 import errno, os, sys, time
 
-mnt = sys.argv[1]
+mnt, back = sys.argv[1], sys.argv[2]
 MiB = 1 << 20
+SIZE = 160 * MiB	# the store
 bad = 0
 
 def fail(msg):
@@ -65,7 +68,7 @@ def fill(path, rec=MiB):
     buf = b"f" * rec
     n, err = 0, None
     try:
-        while n < 128 * MiB:
+        while n < 2 * SIZE:
             n += os.write(fd, buf)
     except OSError as e:
         err = e.errno
@@ -107,7 +110,7 @@ for r in range(5):
              "has %d" % (r, n, size))
     os.unlink(os.path.join(mnt, "big"))
     # at once: nothing holds it open
-    if free() < 56 * MiB:
+    if free() < SIZE - 8 * MiB:
         fail("round %d: %d MiB free right after the rm" % (r, free() // MiB))
     try:
         write_new(os.path.join(mnt, "after"), 8 * MiB)
@@ -119,7 +122,7 @@ for r in range(5):
 open(os.path.join(mnt, "small"), "wb").close()
 fill(os.path.join(mnt, "big"))
 os.rename(os.path.join(mnt, "small"), os.path.join(mnt, "big"))
-if free() < 56 * MiB:
+if free() < SIZE - 8 * MiB:
     fail("%d MiB free right after a rename over the big file" %
          (free() // MiB))
 try:
@@ -134,7 +137,7 @@ path = os.path.join(mnt, "open")
 write_new(path, 32 * MiB)
 fd = os.open(path, os.O_RDONLY)
 os.unlink(path)
-if free() > 40 * MiB:
+if free() > SIZE - 24 * MiB:
     fail("%d MiB free with a removed 32 MiB file open" % (free() // MiB))
 st = os.fstat(fd)
 if st.st_size != 32 * MiB or st.st_nlink != 0:
@@ -146,12 +149,51 @@ if data != b"n" * MiB:
 os.close(fd)
 # its last close frees it (the host's release is asynchronous)
 for i in range(100):
-    if free() >= 56 * MiB:
+    if free() >= SIZE - 8 * MiB:
         break
     time.sleep(0.05)
 else:
     fail("%d MiB free 5 s after the last close of a removed file" %
          (free() // MiB))
+
+# a new file's writes gathered while the store had room, which another
+# process on the agent's side then fills but for 100 KiB: the push at
+# close writes that much and fails, and the close says why (ENOSPC), as
+# a local file system's close after a failed writeback does
+for attempt in range(5):
+    path = os.path.join(mnt, "late")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    os.write(fd, b"l" * 4096)	# may go through, asking about room
+    time.sleep(0.3)
+    os.write(fd, b"l" * (200 << 10))
+    if os.stat(os.path.join(back, "late")).st_size < 4096 + (200 << 10):
+        break			# gathered: not all in the store yet
+    os.close(fd)
+    os.unlink(path)
+else:
+    fail("a new file's writes were never gathered")
+    fd = None
+if fd is not None:
+    filler = os.path.join(back, "filler")
+    ffd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        while os.write(ffd, b"z" * MiB):
+            pass
+    except OSError as e:
+        if e.errno != errno.ENOSPC:
+            raise
+    os.ftruncate(ffd, os.fstat(ffd).st_size // 4096 * 4096 - (100 << 10))
+    os.close(ffd)
+    err = None
+    try:
+        os.close(fd)
+    except OSError as e:
+        err = e.errno
+    if err != errno.ENOSPC:
+        fail("close of gathered writes the store had no room for: %s" %
+             (errno.errorcode[err] if err else "no error"))
+    os.unlink(filler)
+    os.unlink(path)
 print("%d checks failed" % bad)
 sys.exit(1 if bad else 0)
 PY
