@@ -1318,6 +1318,26 @@ static void cs_now(struct timespec *ts)
 	clock_gettime(CLOCK_REALTIME, ts);
 }
 
+/*
+ * A time a host sets: CephFS keeps 32-bit seconds (utime_t), so one out
+ * of that range is clamped to its end, with no nanoseconds, as the kernel
+ * clamps a time to the range of the file system it mounts (timestamp_
+ * truncate(), a CephFS's 0 to 2^32 - 1), instead of wrapping (2^32 s
+ * would be 1970).  -EINVAL for nanoseconds past a second.
+ */
+static int cs_time_set(struct timespec *ts, int64_t sec, uint32_t nsec)
+{
+	if (nsec >= 1000000000u)
+		return -EINVAL;
+	ts->tv_nsec = (long)nsec;
+	if (sec < 0 || sec > (int64_t)UINT32_MAX) {
+		sec = sec < 0 ? 0 : (int64_t)UINT32_MAX;
+		ts->tv_nsec = 0;
+	}
+	ts->tv_sec = (time_t)sec;
+	return 0;
+}
+
 static int cs_setattr(struct ceph_store *s, struct ceph_node *n,
 		      const struct bcp_setattr_req *r)
 {
@@ -1434,20 +1454,16 @@ static int cs_setattr(struct ceph_store *s, struct ceph_node *n,
 			cs_now(&x.stx_atime);
 			mask |= CEPH_SETATTR_ATIME;
 		} else if (r->valid & BCP_SETATTR_ATIME) {
-			if (r->atime_nsec >= 1000000000u)
+			if (cs_time_set(&x.stx_atime, r->atime, r->atime_nsec))
 				return -EINVAL;
-			x.stx_atime.tv_sec = (time_t)r->atime;
-			x.stx_atime.tv_nsec = r->atime_nsec;
 			mask |= CEPH_SETATTR_ATIME;
 		}
 		if (r->valid & BCP_SETATTR_MTIME_NOW) {
 			cs_now(&x.stx_mtime);
 			mask |= CEPH_SETATTR_MTIME;
 		} else if (r->valid & BCP_SETATTR_MTIME) {
-			if (r->mtime_nsec >= 1000000000u)
+			if (cs_time_set(&x.stx_mtime, r->mtime, r->mtime_nsec))
 				return -EINVAL;
-			x.stx_mtime.tv_sec = (time_t)r->mtime;
-			x.stx_mtime.tv_nsec = r->mtime_nsec;
 			mask |= CEPH_SETATTR_MTIME;
 		}
 		/*

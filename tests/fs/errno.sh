@@ -80,4 +80,28 @@ if [ "$(id -u)" = 0 ]; then
 		bcf_fail "an agent without --allow-devices made a device node"
 	fi
 fi
+
+# Times past 2106 and before 1970.  A CephFS keeps 32-bit seconds: there a
+# time out of range is clamped to the range's end, as the kernel does for
+# a file system it mounts with such a range, not wrapped (2^32 s became
+# 1970); a posix store keeps them as given.
+got=$(python3 - "$BCF_MNT/far-times" <<'PY'
+import os, sys
+p = sys.argv[1]
+open(p, "w").close()
+os.utime(p, ns=(2**31 * 10**9 + 5, 2**32 * 10**9 + 7))
+a = os.stat(p)
+os.utime(p, ns=(-10**9, -5 * 10**9))
+b = os.stat(p)
+os.unlink(p)
+print(a.st_atime_ns, a.st_mtime_ns, b.st_atime_ns, b.st_mtime_ns)
+PY
+) || bcf_fail "setting times far from now"
+if [ "$BCF_STORE" = cephfs ]; then
+	want="$((2**31 * 10**9 + 5)) $(((2**32 - 1) * 10**9)) 0 0"
+else
+	want="$((2**31 * 10**9 + 5)) $((2**32 * 10**9 + 7)) -1000000000"
+	want="$want -5000000000"
+fi
+[ "$got" = "$want" ] || bcf_fail "times far from now: '$got', want '$want'"
 exit 0
