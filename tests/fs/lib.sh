@@ -17,7 +17,7 @@
 #   posix   (default) the directory $BCF_BACK, --root $BCF_BACK
 #   cephfs  a CephFS: bcf_init starts a throwaway cluster of its own
 #           (tests/ceph/ceph-up.sh, one mon, one memstore OSD, one MDS, in
-#           $BCF_TMP/ceph; about 12 s), mounts the file system's root on
+#           $BCF_TMP/ceph; about 5 s), mounts the file system's root on
 #           $BCF_BACK with ceph-fuse, so that a test reaches the objects
 #           behind the mount as it reaches a posix root, and every agent
 #           started for $BCF_BACK gets --store cephfs:/,conf=$CEPH_CONF
