@@ -319,9 +319,12 @@ static void batch_finish(struct agent_batch *b)
 	s->kick = 1;
 }
 
-/* A chunk moved data up to off only: the segment ends there. */
-static void batch_pull_short(struct agent_batch *b, uint32_t seg,
-			     uint64_t off)
+/*
+ * A chunk moved data up to off only, a pull's read reaching the end of
+ * the file or a push's write failing there: the segment ends at off.
+ */
+static void batch_seg_short(struct agent_batch *b, uint32_t seg,
+			    uint64_t off)
 {
 	if (off < b->lim[seg])
 		b->lim[seg] = (uint32_t)off;
@@ -337,7 +340,7 @@ static void batch_chunk_end(struct agent_slot *sl, int res)
 			b->st[sl->seg] = res;
 		/* a push's bytes up to here, less what the chunk missed */
 		if (b->op == BCP_OP_BATCH_PUSH)
-			batch_pull_short(b, sl->seg, sl->off + sl->done);
+			batch_seg_short(b, sl->seg, sl->off + sl->done);
 	} else if (b->st[sl->seg] >= 0) {
 		b->st[sl->seg] += res;
 	}
@@ -477,8 +480,8 @@ void agent_batch_ring_done(struct agent_worker *w, uint64_t user_data,
 	res = agent_store_ret(res);
 	if (sl->state == SLOT_READING) {
 		if (res >= 0 && (uint32_t)res < sl->len)
-			batch_pull_short(sl->b, sl->seg,
-					 sl->off + (uint32_t)res);
+			batch_seg_short(sl->b, sl->seg,
+					sl->off + (uint32_t)res);
 		if (res <= 0) {
 			batch_chunk_end(sl, res);
 			return;
@@ -703,7 +706,7 @@ static void batch_inline(struct agent_batch *b, uint32_t i)
 	w->stats.inline_segs++;
 	b->st[i] = (int32_t)n;
 	if (n == 0 && b->op == BCP_OP_BATCH_PULL)
-		batch_pull_short(b, i, 0);
+		batch_seg_short(b, i, 0);
 	/* a pull that read nothing hit the end of the file: done */
 	b->skip[i] = n == 0 && b->op == BCP_OP_BATCH_PULL ? sg->length :
 		     (uint32_t)n;
