@@ -120,7 +120,7 @@ struct bcfs_rw {
 	struct bcfs_rw *next;		/* free list, under bcfs.rw_lock */
 	fuse_req_t req;
 	int write;
-	int whole;			/* a short write is an error */
+	size_t whole;			/* fewer bytes written: EIO */
 	unsigned int nchunks;
 	unsigned int pending;		/* atomic */
 	struct bcp_io *io[BCFS_RW_CHUNKS];

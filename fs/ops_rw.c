@@ -231,17 +231,10 @@ static void bcfs_rw_done(struct bcp_io *io, int32_t result)
 	if (__atomic_sub_fetch(&rw->pending, 1, __ATOMIC_ACQ_REL))
 		return;
 	total = bcfs_rw_total(rw, &n);
-	if (rw->whole && total >= 0) {
-		size_t want = 0;
-
-		for (i = 0; i < rw->nchunks; i++)
-			want += rw->io[i]->length;
-		if ((size_t)total < want) {
-			bcfs_dbg("writing back %zu bytes at %" PRIu64 ": the "
-				 "agent wrote %zd", want, rw->io[0]->offset,
-				 total);
-			total = -EIO;
-		}
+	if (total >= 0 && (size_t)total < rw->whole) {
+		bcfs_dbg("writing back %zu bytes at %" PRIu64 ": the agent "
+			 "wrote %zd", rw->whole, rw->io[0]->offset, total);
+		total = -EIO;
 	}
 	bcfs_metrics_rw(rw->write, total, rw->t0);
 	if (rw->write)
@@ -330,7 +323,7 @@ void bcfs_op_write_buf(fuse_req_t req, fuse_ino_t ino,
 	 * the rest of a short write (the store filled up meanwhile) would
 	 * be lost without a word.
 	 */
-	rw->whole = fi->writepage;
+	rw->whole = fi->writepage ? size : 0;
 	ret = bcfs_rw_prepare(rw, BCP_OP_BATCH_PUSH, fi->fh, size, off);
 	if (ret)
 		goto out_put;
