@@ -110,7 +110,9 @@ static struct {
 	/*
 	 * The store's room: when last asked (ns, 0 never), the answer (the
 	 * free bytes, UINT64_MAX when it tells no size) and the bytes this
-	 * mount had written when it asked.
+	 * mount had written when it asked: the metrics' count, which every
+	 * write answered adds to (gathered here or pushed by ops_rw.c), so
+	 * that the data path keeps one counter, not two.
 	 */
 	uint64_t room_at;
 	int room_ok;
@@ -487,6 +489,25 @@ int bcfs_wb_flush(uint64_t handle, int how)
 }
 
 /*
+ * Answers the FLUSH of a close whose push is over with the error gathered
+ * for the file, if any.  Called under bcfs_wbt.lock, which it drops.
+ */
+static void bcfs_wb_close_reply(struct bcfs_wb *w)
+{
+	fuse_req_t req = w->close_req;
+	uint64_t handle = w->handle;
+	int ret, told;
+
+	w->close_req = NULL;
+	ret = bcfs_wb_take(w, &told);
+	pthread_cond_broadcast(&bcfs_wbt.cond);
+	pthread_mutex_unlock(&bcfs_wbt.lock);
+	if (told)
+		bcfs_wb_told(handle);
+	bcfs_reply_status(req, ret);
+}
+
+/*
  * The push of a close finished: answer its FLUSH.  Receiver thread.  A
  * short one (the store filled up after part of it) is not answered here:
  * the flusher pushes the rest, whose failure is the error the close gets,
@@ -495,9 +516,7 @@ int bcfs_wb_flush(uint64_t handle, int how)
 static void bcfs_wb_closed(struct bcp_io *io, int32_t result)
 {
 	struct bcfs_wb *w = io->priv;
-	uint64_t handle;
-	fuse_req_t req;
-	int ret, told;
+	int ret;
 
 	pthread_mutex_lock(&bcfs_wbt.lock);
 	if (result > 0 && (uint32_t)result < w->close_len &&
@@ -521,17 +540,9 @@ static void bcfs_wb_closed(struct bcp_io *io, int32_t result)
 		if (!w->err)
 			w->err = ret;
 	}
-	req = w->close_req;
-	w->close_req = NULL;
-	ret = bcfs_wb_take(w, &told);
-	handle = w->handle;
 	w->busy = 0;
-	pthread_cond_broadcast(&bcfs_wbt.cond);
-	pthread_mutex_unlock(&bcfs_wbt.lock);
+	bcfs_wb_close_reply(w);
 	bcp_client_io_put(bcfs_g.client, io);
-	if (told)
-		bcfs_wb_told(handle);
-	bcfs_reply_status(req, ret);
 }
 
 void bcfs_wb_close(fuse_req_t req, uint64_t handle)
@@ -625,23 +636,13 @@ void bcfs_wb_patch(uint64_t handle, struct stat *st)
  */
 static void bcfs_wb_close_rest(struct bcfs_wb *w)
 {
-	fuse_req_t req = w->close_req;
-	uint64_t handle = w->handle;
-	int ret, told;
-
 	w->close_rest = 0;
 	bcfs_wbt.rests--;
 	w->busy = 0;
 	w->users++;
 	bcfs_wb_push(w);	/* until it fails: the error is the agent's */
 	w->users--;
-	w->close_req = NULL;
-	ret = bcfs_wb_take(w, &told);
-	pthread_cond_broadcast(&bcfs_wbt.cond);
-	pthread_mutex_unlock(&bcfs_wbt.lock);
-	if (told)
-		bcfs_wb_told(handle);
-	bcfs_reply_status(req, ret);
+	bcfs_wb_close_reply(w);
 	pthread_mutex_lock(&bcfs_wbt.lock);
 }
 
