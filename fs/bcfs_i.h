@@ -100,6 +100,8 @@ struct bcfs_inode {
 	uint32_t xattr_gen;	/* setxattr/removexattr seen */
 	uint64_t listed_until;	/* a directory: its listing kept until (ns) */
 	int stale;		/* a restarted agent no longer has it */
+	uint64_t data_gen;	/* news of its data changed elsewhere */
+	uint64_t size_gen;	/* data_gen when the kernel's size was right */
 	uint8_t fid[BCP_FID_LEN]; /* its lasting name, from the last entry */
 };
 
@@ -249,6 +251,17 @@ void bcfs_inode_open_update(uint64_t handle, const struct bcp_attr *a);
  * Later opens fetch and record them.
  */
 int bcfs_inode_open_first(uint64_t handle);
+/*
+ * The size the kernel holds for handle, which it takes an O_APPEND
+ * write's offset from, may be behind the file's (ops_rw.c,
+ * bcfs_append_at()): bcfs_inode_data_news() after news that its data
+ * changed elsewhere (or that this mount's append went past the kernel's
+ * size); bcfs_inode_size_behind() is 1 since (and *gen the news seen),
+ * until bcfs_inode_size_right() for that gen.
+ */
+void bcfs_inode_data_news(uint64_t handle);
+int bcfs_inode_size_behind(uint64_t handle, uint64_t *gen);
+void bcfs_inode_size_right(uint64_t handle, uint64_t gen);
 /*
  * Negative cache of the xattrs the kernel asks for on its own
  * (ops_xattr.c): security.capability before every write, the POSIX

@@ -252,6 +252,46 @@ int bcfs_inode_open_first(uint64_t handle)
 	return first;
 }
 
+void bcfs_inode_data_news(uint64_t handle)
+{
+	struct bcfs_itable *t = &bcfs_g.itable;
+	struct bcfs_inode *in;
+
+	pthread_mutex_lock(&t->lock);
+	in = bcfs_ifind(t, handle);
+	if (in)
+		in->data_gen++;
+	pthread_mutex_unlock(&t->lock);
+}
+
+int bcfs_inode_size_behind(uint64_t handle, uint64_t *gen)
+{
+	struct bcfs_itable *t = &bcfs_g.itable;
+	struct bcfs_inode *in;
+	int behind = 0;
+
+	pthread_mutex_lock(&t->lock);
+	in = bcfs_ifind(t, handle);
+	if (in) {
+		*gen = in->data_gen;
+		behind = in->data_gen != in->size_gen;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return behind;
+}
+
+void bcfs_inode_size_right(uint64_t handle, uint64_t gen)
+{
+	struct bcfs_itable *t = &bcfs_g.itable;
+	struct bcfs_inode *in;
+
+	pthread_mutex_lock(&t->lock);
+	in = bcfs_ifind(t, handle);
+	if (in && in->data_gen == gen)
+		in->size_gen = gen;
+	pthread_mutex_unlock(&t->lock);
+}
+
 /*
  * The root has no record (the kernel holds it without lookups): its xattr
  * answers live here, under the table's lock.

@@ -352,6 +352,7 @@ static void bcfs_notify_reset(void)
 			  "out");
 	for (i = 0; i < n; i++) {
 		bcfs_inval_inode(bcfs_nodeid(v[i].handle), 0, 0);
+		bcfs_inode_data_news(v[i].handle);
 		if (v[i].name)
 			bcfs_inval_entry(bcfs_nodeid(v[i].parent), v[i].name,
 					 strlen(v[i].name));
@@ -370,6 +371,9 @@ static void bcfs_notify_one(const struct bcfs_note *e)
 		/* xattrs are attributes: the capability answer may be old */
 		bcfs_inode_xattr_forget(e->handle);
 		bcfs_inval_inode(ino, e->offset, e->length);
+		/* an append here asks where the file ends now */
+		if (e->offset >= 0)
+			bcfs_inode_data_news(e->handle);
 		break;
 	case BCP_NOTIFY_ENTRY:
 		bcfs_inval_entry(ino, e->name, e->len);

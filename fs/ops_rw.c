@@ -294,6 +294,48 @@ void bcfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	bcfs_rw_submit(rw);
 }
 
+/*
+ * The kernel takes an O_APPEND write's offset from the size it holds, and
+ * news of a change made elsewhere drops its attributes without giving it
+ * the new size: the append would land on what the other writer wrote.
+ * From such news on (bcfs_inode_size_behind()), an append asks the agent
+ * where the file ends and goes there when that is past the kernel's
+ * offset (never before it: this mount's own writes may still be on the
+ * way), and the kernel's pages from its offset on are dropped once it has
+ * let go of them (the NOTIFY queued here), which also keeps the next
+ * append asking; once the kernel's size is found right (a stat refreshed
+ * it), appends go where the kernel says again.  The kernel holds the
+ * inode's lock over each append, so this mount's appends to a file come
+ * one at a time; two made at the same moment on two hosts may still meet,
+ * as on NFS.
+ */
+static off_t bcfs_append_at(fuse_ino_t ino, uint64_t fh, off_t off)
+{
+	uint64_t handle = bcfs_handle(ino), gen = 0;
+	struct bcp_notify_req n;
+	struct bcp_msg m, r;
+
+	if (!bcfs_inode_size_behind(handle, &gen))
+		return off;
+	bcfs_msg(&m, BCP_OP_GETATTR);
+	m.u.node_req.handle = handle;
+	m.u.node_req.fh = fh;
+	if (bcfs_call(&m, &r))
+		return off;	/* the write finds out what is wrong */
+	if (r.u.attr_rep.attr.size <= (uint64_t)off) {
+		bcfs_inode_size_right(handle, gen);
+		return off;
+	}
+	bcfs_dbg("an append at %lld goes to the end at %llu", (long long)off,
+		 (unsigned long long)r.u.attr_rep.attr.size);
+	memset(&n, 0, sizeof(n));
+	n.kind = BCP_NOTIFY_INODE;
+	n.handle = handle;
+	n.offset = off;
+	bcfs_notify_cb(NULL, &n, NULL);
+	return (off_t)r.u.attr_rep.attr.size;
+}
+
 void bcfs_op_write_buf(fuse_req_t req, fuse_ino_t ino,
 		       struct fuse_bufvec *bufv, off_t off,
 		       struct fuse_file_info *fi)
@@ -315,6 +357,8 @@ void bcfs_op_write_buf(fuse_req_t req, fuse_ino_t ino,
 							 O_DSYNC | O_DIRECT)),
 			  bufv, size, off))
 		return;
+	if ((fi->flags & O_APPEND) && !fi->writepage && !bcfs_g.o.writeback)
+		off = bcfs_append_at(ino, fi->fh, off);
 	rw = bcfs_rw_get();
 	rw->req = req;
 	rw->write = 1;

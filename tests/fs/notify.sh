@@ -10,6 +10,8 @@
 #     fstat and stat see the new size;
 #   - overwrites it in place: a new open in mount 2 reads the new bytes at
 #     once (close-to-open), the descriptor within the second;
+#   - appends to a file both mounts hold open with O_APPEND, by turns
+#     with mount 2: every line lands after the one before;
 #   - changes its mode: stat in mount 2 sees it;
 #   - creates the name mount 2 looked up in vain: it appears there, in a
 #     lookup and in the listing;
@@ -133,6 +135,25 @@ got = read(m2 + "/f")
 if got != b"ONE\nTWO\nthree\n":
     fail("next open after an append reads %r" % got)
 os.close(fd)
+
+# a log both mounts keep open for appending, written by turns: each
+# append lands after the other mount's (the kernel takes an append's
+# offset from the size it holds, which the news must have brought)
+a1 = os.open(m1 + "/log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+a2 = os.open(m2 + "/log", os.O_WRONLY | os.O_APPEND)
+want = b""
+for i in range(3):
+    for name, afd in (("one", a1), ("two", a2)):
+        line = b"%s %d\n" % (name.encode(), i)
+        os.write(afd, line)
+        want += line
+        time.sleep(WITHIN)
+os.close(a1)
+os.close(a2)
+got = read(m1 + "/log")
+if got != want:
+    fail("appends by turns through two mounts left %r, not %r" %
+         (got, want))
 
 # mode
 os.chmod(m1 + "/f", 0o600)
