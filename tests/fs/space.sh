@@ -124,7 +124,7 @@ for r in range(5):
         fail("round %d: %d bytes written in 1 MiB records, the file "
              "has %d" % (r, n, size))
     os.unlink(os.path.join(mnt, "big"))
-    # at once: nothing holds it open
+    # nothing holds it open: free at once, or within the RELEASE's moment
     freed("round %d: right after the rm" % r)
     try:
         write_new(os.path.join(mnt, "after"), 8 * MiB)
