@@ -310,6 +310,12 @@ int bcfs_notify_init(void);
 /* The client library's notify callback (opts.notify); never waits. */
 void bcfs_notify_cb(void *arg, const struct bcp_notify_req *n,
 		    const char *name);
+/*
+ * Queue for the kernel, as if the agent had sent it, an INODE notification
+ * of handle: its attributes, and its pages from offset on (offset -1: the
+ * attributes alone).  From a request handler: never waits.
+ */
+void bcfs_notify_self(uint64_t handle, int64_t offset);
 /* Start the notifier thread once bcfs_g.se is mounted.  0 or -errno. */
 int bcfs_notify_start(void);
 /*

@@ -242,6 +242,17 @@ out_unlock:
 	pthread_mutex_unlock(&bcfs_notify.lock);
 }
 
+void bcfs_notify_self(uint64_t handle, int64_t offset)
+{
+	struct bcp_notify_req n;
+
+	memset(&n, 0, sizeof(n));
+	n.kind = BCP_NOTIFY_INODE;
+	n.handle = handle;
+	n.offset = offset;
+	bcfs_notify_cb(NULL, &n, NULL);
+}
+
 double bcfs_notify_negative(fuse_ino_t parent, const char *name,
 			    uint64_t gen)
 {

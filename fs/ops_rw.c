@@ -312,7 +312,6 @@ void bcfs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 static off_t bcfs_append_at(fuse_ino_t ino, uint64_t fh, off_t off)
 {
 	uint64_t handle = bcfs_handle(ino), gen = 0;
-	struct bcp_notify_req n;
 	struct bcp_msg m, r;
 
 	if (!bcfs_inode_size_behind(handle, &gen))
@@ -328,11 +327,7 @@ static off_t bcfs_append_at(fuse_ino_t ino, uint64_t fh, off_t off)
 	}
 	bcfs_dbg("an append at %lld goes to the end at %llu", (long long)off,
 		 (unsigned long long)r.u.attr_rep.attr.size);
-	memset(&n, 0, sizeof(n));
-	n.kind = BCP_NOTIFY_INODE;
-	n.handle = handle;
-	n.offset = off;
-	bcfs_notify_cb(NULL, &n, NULL);
+	bcfs_notify_self(handle, off);
 	return (off_t)r.u.attr_rep.attr.size;
 }
 

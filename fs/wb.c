@@ -450,15 +450,8 @@ out_through:
  */
 static void bcfs_wb_told(uint64_t handle)
 {
-	struct bcp_notify_req n;
-
-	if (!(bcfs_g.features & BCP_FEAT_NOTIFY))
-		return;
-	memset(&n, 0, sizeof(n));
-	n.kind = BCP_NOTIFY_INODE;
-	n.handle = handle;
-	n.offset = -1;
-	bcfs_notify_cb(NULL, &n, NULL);
+	if (bcfs_g.features & BCP_FEAT_NOTIFY)
+		bcfs_notify_self(handle, -1);
 }
 
 int bcfs_wb_flush(uint64_t handle, int how)
