@@ -35,6 +35,8 @@
  * agent answers: the agent still counts it against max_inflight, and a
  * late success must be undone (FORGET of the handle it returned, RELEASE
  * of the file it opened) or the agent keeps both for the session's life.
+ * Once every slot is ABANDONED the connection is given up (sender_scan):
+ * nothing could be sent on it until the agent answers.
  *
  * Reconnect (opts.reconnect_timeout_ms > 0): a lost connection pauses the
  * session instead of failing it (client_pause).  A fourth thread,
@@ -1744,8 +1746,8 @@ static void sender_scan(struct bcp_client *c)
 	uint16_t late_op = 0;
 	uint64_t epoch, age;
 	char msg[512];
-	int ping = 0, is_ping;
-	uint32_t i;
+	int ping = 0, is_ping, stuck;
+	uint32_t i, nslots;
 
 	if (c->opts.timeout_ms <= 0 || now < c->next_scan_ms)
 		return;
@@ -1788,6 +1790,18 @@ static void sender_scan(struct bcp_client *c)
 			s->kind = BCP_WSLOT_ABANDONED;
 		}
 	}
+	/*
+	 * Every request the agent takes at once left unanswered past its
+	 * timeout: nothing more can be sent, and the slots come back only
+	 * with the agent's answers or with the connection.  Give it up, as
+	 * for a late batch: the callers waiting for a slot (and the I/Os
+	 * queued) then wait for the agent as across a restart, and fail
+	 * after reconnect_timeout, instead of for as long as it stays mute.
+	 */
+	nslots = c->nslots;
+	stuck = nslots > 0 && c->free_slot == BCP_POOL_NONE;
+	for (i = 0; i < nslots && stuck; i++)
+		stuck = c->slots[i].kind == BCP_WSLOT_ABANDONED;
 	pthread_mutex_unlock(&c->wlock);
 	while ((call = calls)) {
 		calls = call->next;
@@ -1800,6 +1814,11 @@ static void sender_scan(struct bcp_client *c)
 			 "agent at %s did not complete a %s within %d ms: connection given up",
 			 c->addr_str, bcp_op_name(late_op),
 			 c->opts.timeout_ms);
+		client_lost_epoch(c, msg, epoch);
+	} else if (stuck) {
+		snprintf(msg, sizeof(msg),
+			 "agent at %s left all %u requests it takes at once unanswered for %d ms: connection given up",
+			 c->addr_str, nslots, c->opts.timeout_ms);
 		client_lost_epoch(c, msg, epoch);
 	}
 }

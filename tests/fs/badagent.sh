@@ -14,7 +14,9 @@
 #                   past timeout (1 s here) until busy_timeout (5 s), then
 #                   EIO; the session goes on
 #   mute            nothing answered from a LOOKUP on, the connection up:
-#                   EIO at about the timeout, long before busy_timeout
+#                   EIO at about the timeout, long before busy_timeout;
+#                   then more requests at once than the fake takes (16):
+#                   EIO too, once all it took are past their timeout
 #   busy-notify     a LOOKUP never answered, nothing read for 8 s (the
 #                   PINGs wait), but NOTIFY BUSY every 500 ms: as busy
 # A first mount of the well-behaved fake ("none") runs the same steps and
@@ -246,6 +248,24 @@ ba_stalled mute 'mute from now on'
 [ "$ms" -lt 4500 ] || bcf_fail "mute: stat of bad took $ms ms: an agent" \
 	"that answers nothing was waited for past the timeout (1 s)"
 ba_expect "stat of a2 after" stat "$BCF_MNT/a2" EIO
+# more requests than the agent takes at once (16), each left unanswered:
+# they must still fail, not wait for a request slot the agent never
+# gives back
+pids=
+for i in $(seq 1 24); do
+	ba_timed_stat "$BCF_MNT/m$i" > "$BCF_TMP/mute.$i" &
+	pids="$pids $!"
+done
+wait $pids
+for i in $(seq 1 24); do
+	read -r got ms < "$BCF_TMP/mute.$i"
+	bcf_eq "mute: stat of m$i, 24 at once" EIO "$got"
+	[ "$ms" -lt 15000 ] ||
+		bcf_fail "mute: stat of m$i, 24 at once, took $ms ms"
+done
+read -r got ms <<< "$(ba_timed_stat "$BCF_MNT/m25")"
+bcf_eq "mute: stat of m25 after" EIO "$got"
+[ "$ms" -lt 4500 ] || bcf_fail "mute: stat of m25 after took $ms ms"
 ba_umount '' 0
 
 # an agent that reads nothing for 8 s (a PING waits unread) but says it
