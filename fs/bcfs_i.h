@@ -176,6 +176,7 @@ struct bcfs {
 	struct bcfs_embed embed;
 	int embedded;
 	int log_syslog;
+	int parallel_dirops;		/* bcfs_init() asked for them */
 
 	/* read/write contexts; lock order: rw_lock, then the client's */
 	pthread_mutex_t rw_lock;
@@ -188,6 +189,13 @@ struct bcfs {
 };
 
 extern struct bcfs bcfs_g;
+
+/*
+ * fuseio.c: /dev/fuse read and written through libfuse's custom I/O hooks,
+ * so the INIT reply carries FUSE_PARALLEL_DIROPS on every libfuse.  After
+ * fuse_session_mount(); 0 or -errno (libfuse's own I/O then stays).
+ */
+int bcfs_fuseio_install(struct fuse_session *se);
 
 /* log.c */
 enum bcfs_level { BCFS_ERR, BCFS_WARN, BCFS_INFO, BCFS_DEBUG };

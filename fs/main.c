@@ -393,6 +393,7 @@ static void bcfs_init(void *userdata, struct fuse_conn_info *conn)
 	 */
 	want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
 	conn->want |= want & conn->capable;
+	bcfs_g.parallel_dirops = !!(conn->want & FUSE_CAP_PARALLEL_DIROPS);
 	conn->max_write = BCFS_IO_MAX;
 	conn->max_readahead = BCFS_READAHEAD;
 	conn->max_background = 64;
@@ -793,7 +794,7 @@ int main(int argc, char *argv[])
 	struct bcp_client_opts co = { 0 };
 	char mnt[PATH_MAX];
 	const char *addr;
-	int status_fd = -1, ret = 1;
+	int status_fd = -1, ret = 1, io_err;
 	char err[512];
 	struct stat st;
 
@@ -905,6 +906,10 @@ int main(int argc, char *argv[])
 		goto out_session;
 	if (fuse_session_mount(bcfs_g.se, mnt))
 		goto out_signals;
+	io_err = bcfs_fuseio_install(bcfs_g.se);
+	if (io_err < 0)
+		bcfs_warn("lookups in one directory go one at a time: %s",
+			  strerror(-io_err));
 	bcfs_readahead_prepare(mnt);
 	if (bcfs_notify_start())
 		goto out_unmount;

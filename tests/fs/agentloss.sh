@@ -12,6 +12,8 @@
 # 2. It does not come back: after reconnect_timeout=2 applications get EIO
 #    (not ENOTCONN, which on a FUSE mount means its daemon died, and no
 #    hang), the daemon stays up and unmounts cleanly.
+# 3. It stops answering with its connection up (SIGSTOP; run before 2):
+#    lookups in one directory fail together after about the timeout.
 . "$(dirname "$0")/lib.sh"
 BCF_LOG_ALLOW=${BCF_LOG_ALLOW:-'lost|agent .*(killed|signal|exited|died|start)|connection|unreachable'}
 bcf_init
@@ -140,6 +142,40 @@ wait "$py" || bcf_fail "the mount did not go on after the agent came back"
 [ "$(cat "$BCF_MNT/held")" = "held after!" ] || bcf_fail "held file lost"
 grep -q "agent connection restored" "$BCF_TMP/fs.log" ||
 	bcf_fail "no line says the connection was restored"
+bcf_umount
+
+# ---- 3: the agent stops answering, its connection up ----------------------
+# (SIGSTOP: a hung agent) Lookups of six names in one directory at once
+# each fail after about the timeout (2 s), together, not one after the
+# other (the kernel serializes the lookups of a directory unless told it
+# need not); then the agent goes on and so does the mount.
+# (s made beside the mount: of a directory it made itself, the daemon
+# knows every name and answers lookups without the agent)
+mkdir "$BCF_BACK/s" || bcf_hard "mkdir $BCF_BACK/s"
+bcf_mount -o timeout=2,reconnect_timeout=30
+ls "$BCF_MNT/s" > /dev/null || bcf_fail "listing before the stop"
+apid=$(agent_pid)
+[ -n "$apid" ] || bcf_hard "no agent process found"
+kill -STOP "$apid"
+t0=$(date +%s%N)
+pids=
+for i in 1 2 3 4 5 6; do
+	timeout 60 stat "$BCF_MNT/s/n$i" > /dev/null 2> "$BCF_TMP/stop.$i" &
+	pids="$pids $!"
+done
+wait $pids
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+kill -CONT "$apid"
+echo "6 lookups in one directory of a stopped agent ended after $ms ms"
+for i in 1 2 3 4 5 6; do
+	grep -q 'Input/output error' "$BCF_TMP/stop.$i" ||
+		bcf_fail "stat of s/n$i with the agent stopped:" \
+			"$(cat "$BCF_TMP/stop.$i")"
+done
+[ "$ms" -lt 8000 ] || bcf_fail "6 lookups in one directory of a stopped" \
+	"agent took $ms ms: they went one at a time"
+echo after > "$BCF_MNT/s/after" && [ "$(cat "$BCF_MNT/s/after")" = after ] ||
+	bcf_fail "the mount did not go on after the agent did"
 bcf_umount
 
 # ---- 2: the agent does not come back --------------------------------------
