@@ -11,9 +11,10 @@
  * and while the agent is away each request in the line waits out its own
  * timeout after the one before.  Every request handler here is ready for
  * concurrent lookups and listings (they are concurrent across directories
- * already), so the reply gets the flag when the kernel offered it and
- * bcfs_init() asked for it, on any libfuse.  The hooks otherwise do
- * exactly what libfuse does without them: read(2) and writev(2).
+ * already), so the reply gets the flag whenever bcfs_init() asked for
+ * it (libfuse lets it ask only for what the kernel offered), on any
+ * libfuse.  The hooks otherwise do exactly what libfuse does without
+ * them: read(2) and writev(2).
  */
 #include "config.h"
 
@@ -26,25 +27,17 @@
 
 /* the INIT request's unique id while its reply is still to come, else 0 */
 static uint64_t bcfs_init_unique;
-static uint32_t bcfs_init_offered;	/* the kernel's INIT flags */
 
 static ssize_t bcfs_io_read(int fd, void *buf, size_t len, void *userdata)
 {
 	const struct fuse_in_header *h = buf;
-	const struct fuse_init_in *in;
 	ssize_t n;
 
 	(void)userdata;
 	n = read(fd, buf, len);
-	if (n >= (ssize_t)(sizeof(*h) + offsetof(struct fuse_init_in, flags) +
-			   sizeof(in->flags)) &&
-	    h->opcode == FUSE_INIT) {
-		in = (const void *)(h + 1);
-		__atomic_store_n(&bcfs_init_offered, in->flags,
-				 __ATOMIC_RELAXED);
+	if (n >= (ssize_t)sizeof(*h) && h->opcode == FUSE_INIT)
 		__atomic_store_n(&bcfs_init_unique, h->unique,
 				 __ATOMIC_RELEASE);
-	}
 	return n;
 }
 
@@ -60,11 +53,10 @@ static ssize_t bcfs_io_writev(int fd, struct iovec *iov, int count,
 	    h->unique == unique) {
 		__atomic_store_n(&bcfs_init_unique, 0, __ATOMIC_RELAXED);
 		out = iov[1].iov_base;
+		/* libfuse wants only what the kernel offered (capable) */
 		if (!h->error && iov[1].iov_len >=
 		    offsetof(struct fuse_init_out, flags) + sizeof(out->flags) &&
-		    bcfs_g.parallel_dirops &&
-		    (__atomic_load_n(&bcfs_init_offered, __ATOMIC_RELAXED) &
-		     FUSE_PARALLEL_DIROPS))
+		    bcfs_g.parallel_dirops)
 			out->flags |= FUSE_PARALLEL_DIROPS;
 	}
 	return writev(fd, iov, count);
