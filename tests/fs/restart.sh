@@ -155,10 +155,13 @@ rs_tail()
 		tail -n 3 | tr '\n' ' '
 }
 
-# rs_wl_fail TAG WHAT REASON: record why a workload failed and end it
+# rs_wl_fail TAG WHAT REASON...: record why a workload failed and end it
 rs_wl_fail()
 {
-	echo "$3" > "$BCF_TMP/wl-$1-$2.fail"
+	local tag=$1 what=$2
+
+	shift 2
+	echo "$*" > "$BCF_TMP/wl-$tag-$what.fail"
 	exit 1
 }
 
@@ -175,6 +178,7 @@ rs_wl_random()
 		rc=$?
 		[ $rc -eq 0 ] || rs_wl_fail "$tag" random \
 			"round $i: random-check $(rs_status $rc):" \
+			"$(grep '^random-check: BCF_SEED=' "$log" | tail -n 1)" \
 			"$(rs_tail "$log")"
 		[ -e "$BCF_TMP/stop" ] && break
 	done
