@@ -1338,6 +1338,35 @@ static int cs_time_set(struct timespec *ts, int64_t sec, uint32_t nsec)
 	return 0;
 }
 
+/*
+ * Make the cluster have the logged writes of ino (in) and retire them:
+ * before anything that changes its bytes past the log (a truncate,
+ * fallocate, a direct or synchronous write), which a replay of an older
+ * logged write must never undo.
+ *
+ * Before a truncate also for the OSDs' sake: a write the Ceph client
+ * still has on its way when the MDS cuts the objects reaches them with
+ * the old truncate sequence, and the OSD clips it to nothing, but a
+ * write of nothing past an object's end extends the object to its
+ * offset.  The MDS's size does not move, so nothing shows until the
+ * client dies: the MDS then takes a file's size from its objects
+ * (RecoveryQueue), and the file grows back (tests/fs/truncrace-cephfs).
+ */
+static int cs_settle(struct ceph_store *s, Inode *in, uint64_t ino)
+{
+	struct cs_wlog *w = s->cb->wlog;
+	uint64_t mark;
+	int ret;
+
+	if (!w || !cs_wlog_holds(w, ino))
+		return 0;
+	mark = cs_wlog_mark(w);
+	ret = ceph_ll_sync_inode(s->cm, in, 0);
+	if (ret == 0)
+		cs_wlog_synced(w, ino, mark);
+	return ret;
+}
+
 static int cs_setattr(struct ceph_store *s, struct ceph_node *n,
 		      const struct bcp_setattr_req *r)
 {
@@ -1429,6 +1458,10 @@ static int cs_setattr(struct ceph_store *s, struct ceph_node *n,
 			return -EISDIR;
 		if (n->mode != S_IFREG)
 			return -EINVAL;
+		/* every write before it first (cs_settle()) */
+		ret = cs_settle(s, n->in, n->ino);
+		if (ret < 0)
+			return ret;
 		/*
 		 * A truncate marks mtime and ctime for update even when
 		 * the size stays (open(O_TRUNC) of an empty file); the MDS
@@ -1614,27 +1647,6 @@ static int cs_logged(const struct ceph_store *s, uint32_t flags,
 }
 
 /*
- * Make the cluster have the logged writes of ino (in) and retire them:
- * before anything that changes its bytes past the log (a truncate,
- * fallocate, a direct or synchronous write), which a replay of an older
- * logged write must never undo.
- */
-static int cs_settle(struct ceph_store *s, Inode *in, uint64_t ino)
-{
-	struct cs_wlog *w = s->cb->wlog;
-	uint64_t mark;
-	int ret;
-
-	if (!w || !cs_wlog_holds(w, ino))
-		return 0;
-	mark = cs_wlog_mark(w);
-	ret = ceph_ll_sync_inode(s->cm, in, 0);
-	if (ret == 0)
-		cs_wlog_synced(w, ino, mark);
-	return ret;
-}
-
-/*
  * Open in (ino) for flags; *dio_ino: ino when the Fh holds a
  * cs_dio_get() count, else 0.  O_TRUNC of an empty file changes no size,
  * and then the MDS leaves mtime and ctime alone; POSIX marks both for
@@ -1654,6 +1666,12 @@ static int cs_open_file(struct ceph_store *s, Inode *in, uint64_t ino,
 		if (ret < 0)
 			return ret;
 		empty = x.stx_size == 0;
+	}
+	/* a truncate: every write before it first (cs_settle()) */
+	if (flags & O_TRUNC) {
+		ret = cs_settle(s, in, ino);
+		if (ret < 0)
+			return ret;
 	}
 	ret = cs_dio_get(s->cb, ino, cs_wflags(s, flags), &fl, &counted);
 	if (ret < 0)

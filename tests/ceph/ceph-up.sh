@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Throwaway single-node Ceph (1 mon, 1 OSD, optional mgr and MDS) on 127.0.0.1, no systemd.
-# Usage: ceph-up.sh DIR   (env: STORE=memstore|bluestore WITH_MGR=0|1 WITH_RGW=0|1 WITH_MDS=0|1 FS=name MON_PORT=N RGW_PORT=N POOL=name MEMSTORE_BYTES=N)
+# Usage: ceph-up.sh DIR   (env: STORE=memstore|bluestore WITH_MGR=0|1 WITH_RGW=0|1 WITH_MDS=0|1 FS=name MON_PORT=N RGW_PORT=N POOL=name MEMSTORE_BYTES=N
+#        OSD_CONF='option = value' lines added to the [osd] section)
 # Prints: export CEPH_CONF=DIR/ceph.conf.  Tear down: ceph-down.sh DIR
 set -euo pipefail
 DIR=$(realpath -m "${1:?usage: $0 DIR}")
@@ -51,6 +52,7 @@ memstore device bytes = ${MEMSTORE_BYTES:-2147483648}
 bluestore block create = true
 bluestore block size = 4294967296
 osd memory target = 1073741824
+${OSD_CONF:-}
 [mgr]
 mgr data = $DIR/mgr.\$id
 [mds]
