@@ -2947,7 +2947,12 @@ static int cs_call_fallocate(struct ceph_store *s, struct agent_store_call *c)
 	(void)ceph_ll_setattr(s->cm, c->f->node->in, &x,
 			      CEPH_SETATTR_MTIME | CEPH_SETATTR_CTIME,
 			      s->cb->perms);
-	return 0;
+	/*
+	 * A larger size stays in the Ceph client for a while (cfs_setattr()
+	 * says so): in the MDS before the answer, or a file grown by
+	 * fallocate(2) is short again after the agent dies.
+	 */
+	return ceph_ll_sync_inode(s->cm, c->f->node->in, 0);
 }
 
 static void cfs_call_run(struct agent_store_call *c)

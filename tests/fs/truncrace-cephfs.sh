@@ -21,7 +21,10 @@
 # truncate of each followed by a write below its new end; then the agent
 # gets SIGKILL and is started again (its Ceph session is reset, and the
 # MDS recovers the sizes) and every file must have the size, and the
-# bytes, it was left with.  BCF_TRUNCRACE_CYCLES sets the cycles.
+# bytes, it was left with.  Right before the SIGKILL, a second after the
+# last write, each file grows by a fallocate: that size must stay too
+# (the Ceph client keeps a larger size to itself for a while).
+# BCF_TRUNCRACE_CYCLES sets the cycles.
 BCF_STORE=${BCF_STORE:-cephfs}
 BCF_TRANSPORT=${BCF_TRANSPORT:-tcp}
 BCF_LOG_ALLOW=${BCF_LOG_ALLOW:-'connection (lost|restored)|lost|closed'}
@@ -49,8 +52,11 @@ bcf_mount -o reconnect_timeout=120
 # times
 python3 - "$BCF_MNT" "$BCF_TMP" "$TR_FILES" "$TR_ROUNDS" "$TR_CYCLES" \
 	> "$BCF_TMP/work.log" 2>&1 <<'PY' &
-import os, random, sys, time
+import ctypes, os, random, sys, time
 mnt, tmp = sys.argv[1], sys.argv[2]
+libc = ctypes.CDLL(None, use_errno=True)
+libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long,
+                           ctypes.c_long]
 nfiles, rounds, cycles = (int(a) for a in sys.argv[3:6])
 rng = random.Random(4242)
 MIB = 1 << 20
@@ -85,6 +91,17 @@ for c in range(cycles):
             b = rng.randbytes(4096)
             os.pwrite(fd, b, off)
             want[i][off:off + 4096] = b
+    # whatever the cluster still takes lands; then each file grows by a
+    # fallocate, the last thing before the agent dies
+    time.sleep(1)
+    for i, fd in enumerate(fds):
+        grow = 4096 + rng.randrange(64 << 10)
+        if libc.fallocate(fd, 0, ctypes.c_long(len(want[i])),
+                          ctypes.c_long(grow)) != 0:
+            print(f"fallocate f{i}: {os.strerror(ctypes.get_errno())}",
+                  flush=True)
+            sys.exit(1)
+        want[i].extend(bytes(grow))
     print("cycle", c, "written", flush=True)
     open(f"{tmp}/written{c}", "w").close()
     while not os.path.exists(f"{tmp}/restarted{c}"):
@@ -109,8 +126,6 @@ for c in $(seq 0 $((TR_CYCLES - 1))); do
 		bcf_fail "cycle $c: the writes and truncates did not end" \
 			"within 120 s"
 	}
-	# a moment for whatever the cluster still takes to land
-	sleep 1
 	kill -KILL "$BCF_AGENT_PID"
 	bcf_wait_for 30 bcf_pid_gone "$BCF_AGENT_PID" ||
 		bcf_fail "the agent did not go on SIGKILL"
