@@ -401,7 +401,9 @@ void bcfs_dirs_fini(void);
  * drop: handle changed otherwise.  moved: a RENAME between dir and dir2
  * succeeded (its ends came first); what it moved is not known, so every
  * other directory is dropped.  notified: a notification (RESET drops
- * everything), from the notify callback.
+ * everything), from the notify callback.  files: this mount ended a read,
+ * a link, an unlink or an open that read or truncated some file (what is
+ * kept of files is old).
  */
 uint32_t bcfs_dattr_begin(uint64_t dir);
 void bcfs_dattr_end(uint64_t dir, uint32_t ticket, const struct bcp_attr *a,
@@ -410,6 +412,7 @@ int bcfs_dattr_get(uint64_t dir, struct bcp_attr *out, double *timeout);
 void bcfs_dattr_drop(uint64_t handle);
 void bcfs_dattr_moved(uint64_t dir, uint64_t dir2);
 void bcfs_dattr_notified(uint32_t kind, uint64_t handle);
+void bcfs_dattr_files(void);
 
 /*
  * peek.c: small files whose bytes came with their OPEN.
@@ -510,6 +513,7 @@ enum bcfs_reply {
 	BCFS_REPLY_ATTR,		/* fuse_reply_attr of an attr reply */
 	BCFS_REPLY_ENTRY,		/* fuse_reply_entry of an entry reply,
 					 * recorded in the inode table */
+	BCFS_REPLY_LINK,		/* as ENTRY; a file's links moved */
 	BCFS_REPLY_LOOKUP,		/* as ENTRY; ENOENT a negative entry */
 	BCFS_REPLY_OPEN_ATTR,		/* no request; the attrs of a file
 					 * closed after writing (inode.c) */

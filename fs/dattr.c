@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * dattr.c - the attributes of directories this mount changed, as the
- * agent's replies gave them right after the change, so that the GETATTR
- * the kernel sends next is answered without the agent.
+ * dattr.c - the attributes of directories (and files) this mount changed,
+ * as the agent's replies gave them right after the change, so that the
+ * GETATTR the kernel sends next is answered without the agent.
  *
  * The kernel drops a directory's attributes at every create, mkdir,
  * mknod, symlink, link, unlink, rmdir and rename in it, and asks for them
@@ -29,6 +29,17 @@
  * dropped, and so is whatever a reply still in flight would bring (the
  * epoch).
  *
+ * A SETATTR's reply is kept the same way, for a file as for a directory:
+ * before a chown the kernel asks for the file's attributes again (to drop
+ * set-id bits from a fresh mode), and tar, cp -p and rsync set times,
+ * owner and mode on every file they write.  A file's attributes also
+ * change with its data, its links and its reads (atime), which are no
+ * change of it in the sense above, so what is kept of a file (anything
+ * but a directory) also holds only while this mount ended no write,
+ * truncate, fallocate or copy of any file (bcfs_peek_wgen()), no read,
+ * link, unlink, or open that read or truncated one (bcfs_dattr_files())
+ * since the SETATTR went out.
+ *
  * A table of BCFS_DATTR_SLOTS entries, indexed by the handle's hash; a
  * directory whose slot another one holds with a change in flight is
  * simply not kept.  One lock, a leaf, taken inside bcfs_notify.lock or
@@ -37,6 +48,7 @@
 #include "config.h"
 
 #include <string.h>
+#include <sys/stat.h>
 
 #include "bcfs_i.h"
 
@@ -47,6 +59,7 @@ struct bcfs_dattr {
 	uint32_t sent;		/* the last change's ticket */
 	uint32_t busy;		/* changes in flight */
 	uint32_t epoch;		/* bcfs_dattr_epoch at the last change */
+	uint64_t fgen;		/* bcfs_dattr_fgen_now() at the last change */
 	int valid;
 	uint64_t until_ns;	/* valid until */
 	struct bcp_attr attr;
@@ -57,6 +70,26 @@ static pthread_mutex_t bcfs_dattr_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct bcfs_dattr bcfs_dattr_tab[BCFS_DATTR_SLOTS];
 static uint32_t bcfs_dattr_tickets;
 static uint32_t bcfs_dattr_epoch;	/* a RENAME ended */
+/* reads, links, unlinks, reading or truncating opens ended (atomic) */
+static uint64_t bcfs_dattr_fgen;
+
+void bcfs_dattr_files(void)
+{
+	__atomic_add_fetch(&bcfs_dattr_fgen, 1, __ATOMIC_ACQ_REL);
+}
+
+/* changes no reply tells a file's kept attributes of: both only grow */
+static uint64_t bcfs_dattr_fgen_now(void)
+{
+	return bcfs_peek_wgen() +
+	       __atomic_load_n(&bcfs_dattr_fgen, __ATOMIC_ACQUIRE);
+}
+
+/* a's attributes stay right while nothing but a change of it moves them */
+static int bcfs_dattr_is_dir(const struct bcp_attr *a)
+{
+	return S_ISDIR(a->mode & BCP_MODE_BITS);
+}
 
 static struct bcfs_dattr *bcfs_dattr_slot(uint64_t handle)
 {
@@ -88,6 +121,7 @@ uint32_t bcfs_dattr_begin(uint64_t dir)
 		t = ++bcfs_dattr_tickets;
 	d->sent = t;
 	d->epoch = bcfs_dattr_epoch;
+	d->fgen = bcfs_dattr_fgen_now();
 out_unlock:
 	pthread_mutex_unlock(&bcfs_dattr_lock);
 	return t;
@@ -109,6 +143,7 @@ void bcfs_dattr_end(uint64_t dir, uint32_t ticket, const struct bcp_attr *a,
 	d->busy--;
 	if (a && a->ino && d->sent == ticket && !d->busy &&
 	    d->epoch == bcfs_dattr_epoch &&
+	    (bcfs_dattr_is_dir(a) || d->fgen == bcfs_dattr_fgen_now()) &&
 	    !bcfs_notify_touched_locked(ngen, dir, 0)) {
 		d->attr = *a;
 		d->valid = 1;
@@ -132,7 +167,9 @@ int bcfs_dattr_get(uint64_t dir, struct bcp_attr *out, double *timeout)
 	d = bcfs_dattr_slot(dir);
 	if (d->handle == dir && d->valid && !d->busy) {
 		now = bcfs_now_ns();
-		if (now < d->until_ns) {
+		if (now < d->until_ns &&
+		    (bcfs_dattr_is_dir(&d->attr) ||
+		     d->fgen == bcfs_dattr_fgen_now())) {
 			*out = d->attr;
 			*timeout = (double)(d->until_ns - now) / 1e9;
 			ret = 1;

@@ -129,6 +129,8 @@ static void bcfs_answer_status(struct bcfs_acall *a, int result)
 /* UNLINK, RMDIR: the parent's attributes after it (dattr.c) */
 static void bcfs_answer_remove(struct bcfs_acall *a, int result)
 {
+	/* the nlink and ctime of what was removed moved */
+	bcfs_dattr_files();
 	bcfs_dattr_end(a->dir, a->dticket,
 		       result ? NULL : &a->call.rep.u.dir_rep.dir, a->ngen);
 	bcfs_reply_status(a->req, result);
@@ -168,10 +170,11 @@ static void bcfs_answer_attr(struct bcfs_acall *a, int result)
 					    a->parent, 0));
 }
 
-/* SETATTR: what dattr.c kept of a directory is old (mode, owner, times) */
+/* SETATTR: its reply answers the kernel's next GETATTR (dattr.c) */
 static void bcfs_answer_setattr(struct bcfs_acall *a, int result)
 {
-	bcfs_dattr_end(a->dir, a->dticket, NULL, a->ngen);
+	bcfs_dattr_end(a->dir, a->dticket,
+		       result ? NULL : &a->call.rep.u.attr_rep.attr, a->ngen);
 	bcfs_answer_attr(a, result);
 }
 
@@ -221,6 +224,13 @@ static void bcfs_answer_entry(struct bcfs_acall *a, int result)
 	bcfs_answer_entry_ex(a, result, 0);
 }
 
+/* LINK: the nlink and ctime of the file linked moved (dattr.c) */
+static void bcfs_answer_link(struct bcfs_acall *a, int result)
+{
+	bcfs_dattr_files();
+	bcfs_answer_entry_ex(a, result, 0);
+}
+
 /* the new directory is known in full (dirs.c) */
 static void bcfs_answer_mkdir(struct bcfs_acall *a, int result)
 {
@@ -263,6 +273,7 @@ void bcfs_call_reply(fuse_req_t req, struct bcp_msg *m, enum bcfs_reply kind,
 		[BCFS_REPLY_STATUS] = bcfs_answer_status,
 		[BCFS_REPLY_ATTR] = bcfs_answer_attr,
 		[BCFS_REPLY_ENTRY] = bcfs_answer_entry,
+		[BCFS_REPLY_LINK] = bcfs_answer_link,
 		[BCFS_REPLY_LOOKUP] = bcfs_answer_lookup,
 		[BCFS_REPLY_OPEN_ATTR] = bcfs_answer_open_attr,
 		[BCFS_REPLY_MKDIR] = bcfs_answer_mkdir,
@@ -281,6 +292,7 @@ void bcfs_call_reply(fuse_req_t req, struct bcp_msg *m, enum bcfs_reply kind,
 	a->dticket = a->dticket2 = 0;
 	switch (kind) {
 	case BCFS_REPLY_ENTRY:
+	case BCFS_REPLY_LINK:
 	case BCFS_REPLY_MKDIR:
 	case BCFS_REPLY_REMOVE:
 		a->dir = parent;

@@ -186,7 +186,8 @@ void bcfs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 	m.u.link_req.name_len = len;
 	m.name = newname;
 	bcfs_dirs_add(m.u.link_req.newparent, newname, (size_t)len);
-	bcfs_call_entry(req, &m, m.u.link_req.newparent, newname);
+	bcfs_call_reply(req, &m, BCFS_REPLY_LINK, m.u.link_req.newparent,
+			newname);
 }
 
 static void bcfs_remove(fuse_req_t req, uint16_t op, fuse_ino_t parent,

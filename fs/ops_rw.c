@@ -239,6 +239,8 @@ static void bcfs_rw_done(struct bcp_io *io, int32_t result)
 	bcfs_metrics_rw(rw->write, total, rw->t0);
 	if (rw->write)
 		bcfs_peek_dirty();	/* it may have reached the file now */
+	else
+		bcfs_dattr_files();	/* its atime may have moved */
 	if (total < 0) {
 		bcfs_reply_status(rw->req, (int)total);
 	} else if (rw->write) {
@@ -430,6 +432,8 @@ static void bcfs_answer_open(struct bcfs_acall *a, int result)
 		return;
 	}
 	a->fi.fh = a->call.rep.u.open_rep.fh;
+	if (a->fi.flags & O_TRUNC)
+		bcfs_dattr_files();	/* its size and times moved */
 	/* before the kernel has it: its release may come at once */
 	bcfs_open_add(a->fi.fh, a->parent, bcfs_open_flags(a->fi.flags), 0);
 	if (fuse_reply_open(a->req, &a->fi))
@@ -476,6 +480,9 @@ void bcfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	}
 	ngen = bcfs_notify_gen();
 	ret = bcfs_call(&m, &r);
+	/* a truncate, or a read of the file (atime) at the agent */
+	if ((fi->flags & O_TRUNC) || slot >= 0)
+		bcfs_dattr_files();
 	if (ret) {
 		bcfs_peek_put(slot);
 		bcfs_reply_status(req, ret);
@@ -535,6 +542,9 @@ static void bcfs_answer_create(struct bcfs_acall *a, int result)
 		bcfs_reply_status(a->req, result);
 		return;
 	}
+	/* a file another client made meanwhile, opened and truncated */
+	if ((fi->flags & O_TRUNC) && !(c->open_flags & BCP_OPEN_CREATED))
+		bcfs_dattr_files();
 	bcfs_fill_entry(&c->entry, a->parent, &e, a->ngen);
 	fi->fh = c->fh;
 	ret = bcfs_inode_ref(c->entry.handle, a->parent, a->name,
@@ -656,7 +666,9 @@ void bcfs_op_release(fuse_req_t req, fuse_ino_t ino,
 		     struct fuse_file_info *fi)
 {
 	uint64_t handle = bcfs_handle(ino);
+	struct bcp_attr attr;
 	struct bcp_msg m;
+	double timeout;
 
 	bcfs_releasing(1);
 
@@ -669,11 +681,17 @@ void bcfs_op_release(fuse_req_t req, fuse_ino_t ino,
 	bcfs_wb_release(handle, fi->fh);
 	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
 		/* our own writes are in the page cache: keep it next time */
+		if (bcfs_dattr_get(handle, &attr, &timeout)) {
+			/* a SETATTR after the last write told (tar, cp -p) */
+			bcfs_inode_open_update(handle, &attr);
+			goto out;
+		}
 		bcfs_msg(&m, BCP_OP_GETATTR);
 		m.u.node_req.handle = handle;
 		m.u.node_req.fh = fi->fh;
 		bcfs_call_reply(NULL, &m, BCFS_REPLY_OPEN_ATTR, handle, NULL);
 	}
+out:
 	bcfs_release_fh(handle, fi->fh);
 	bcfs_releasing(-1);
 	fuse_reply_err(req, 0);

@@ -209,6 +209,7 @@ static void bcfs_wb_pushed(struct bcp_io *io, int32_t result)
 {
 	struct bcfs_wb *w = io->priv;
 
+	bcfs_peek_dirty();
 	pthread_mutex_lock(&bcfs_wbt.lock);
 	w->result = result;
 	w->done = 1;
@@ -219,6 +220,8 @@ static void bcfs_wb_pushed(struct bcp_io *io, int32_t result)
 static void bcfs_wb_io(struct bcfs_wb *w, struct bcp_io *io, uint64_t off,
 		       uint32_t len, bcp_io_done_fn done)
 {
+	/* the file's data changes now (peek.c, dattr.c) */
+	bcfs_peek_dirty();
 	io->op = BCP_OP_BATCH_PUSH;
 	io->fh = w->fh;
 	io->offset = off;
@@ -511,6 +514,7 @@ static void bcfs_wb_closed(struct bcp_io *io, int32_t result)
 	struct bcfs_wb *w = io->priv;
 	int ret;
 
+	bcfs_peek_dirty();
 	pthread_mutex_lock(&bcfs_wbt.lock);
 	if (result > 0 && (uint32_t)result < w->close_len &&
 	    bcfs_wbt.started && !bcfs_wbt.stop) {

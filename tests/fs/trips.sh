@@ -9,6 +9,10 @@
 #     100, and stat shows the directory as the store has it, after every
 #     kind of change; a change mount 2 or the store makes is seen within
 #     a second (cephfs: the store's sweep);
+#   - so does a file's SETATTR (times, owner, mode as tar sets them: the
+#     kernel's GETATTR before a chown and the one after a close cost no
+#     request), and a write, read, link, unlink, rename, truncate,
+#     fallocate, copy or setxattr after it is seen by fstat and stat;
 #   - a small file is read with its open (fs/peek.c): reading files of
 #     0 to 70 KiB back through a mount that never opened them gives their
 #     bytes, with one read request per file over 64 KiB and none for the
@@ -136,6 +140,118 @@ with open(back + "/d/store", "w") as f:
     f.write("s")
 within("a directory the store changed shows its new mtime",
        lambda: os.stat(d).st_mtime_ns != before, store_within)
+
+# --- a file's SETATTR reply answers the kernel's next GETATTR -------------
+# tar, cp -p and rsync set times, owner and mode on each file they write,
+# and before a chown the kernel asks for the file's attributes again (to
+# drop set-id bits from a fresh mode): the SETATTR before it told them.
+def same_file(what, path, rel, fd=None):
+    """fstat/stat of path (through a mount) as the store has rel"""
+    a = os.fstat(fd) if fd is not None else os.stat(path)
+    b = os.stat(os.path.join(back, rel))
+    got = [a.st_size, a.st_nlink, a.st_mode, a.st_uid, a.st_gid,
+           a.st_mtime_ns, a.st_ctime_ns, a.st_atime_ns]
+    want = [b.st_size, b.st_nlink, b.st_mode, b.st_uid, b.st_gid,
+            b.st_mtime_ns, b.st_ctime_ns, b.st_atime_ns]
+    if store != "posix":
+        got.pop(), want.pop()   # a Ceph client's atime is its own
+    if got != want:
+        fail("%s: the mount says size, nlink, mode, uid, gid, mtime, ctime,"
+             " atime %s, the store %s" % (what, got, want))
+
+t = m1 + "/t"
+os.mkdir(t)
+PAST = 1500000000 * 10**9
+g0 = requests("getattr")
+for i in range(N):
+    fd = os.open("%s/f%03d" % (t, i), os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+                 0o600)
+    os.write(fd, b"y" * 100)
+    os.utime(fd, ns=(PAST, PAST))
+    os.fchown(fd, 1000 + i % 3, 1000)
+    os.fchmod(fd, 0o644)
+    os.close(fd)
+g = requests("getattr") - g0
+print("GETATTRs for %d files written, then given times, owner and mode:"
+      " %d" % (N, g))
+if g > N // 10:
+    fail("%d GETATTRs for %d files given times, owner and mode here" %
+         (g, N))
+for i in range(0, N, 7):
+    same_file("t/f%03d after its SETATTRs" % i, "%s/f%03d" % (t, i),
+              "t/f%03d" % i)
+
+def kept(name):
+    """a file whose last change here was a SETATTR, stat once (answered
+    from the SETATTR's reply); returns its path"""
+    p = t + "/" + name
+    with open(p, "wb") as f:
+        f.write(b"k" * 1000)
+    os.utime(p, ns=(PAST, PAST))
+    os.chmod(p, 0o640)
+    os.stat(p)
+    return p
+
+def after(what, name, change):
+    """change() the kept file (its path given; returns where the file is
+    now, relative to t): the mount then says what the store says, by
+    its open descriptor and by path"""
+    p = kept(name)
+    fd = os.open(p, os.O_RDONLY)
+    try:
+        os.fstat(fd)
+        now = change(p) or name
+        same_file("a kept file, then " + what, t + "/" + now, "t/" + now,
+                  fd)
+        same_file("a kept file, then %s (by path)" % what, t + "/" + now,
+                  "t/" + now)
+    finally:
+        os.close(fd)
+
+def write_other_fd(p):
+    with open(p, "r+b") as f:
+        f.seek(0, 2)
+        f.write(b"w" * 3000)
+
+def read_it(p):
+    drop_caches()           # the read reaches the agent: atime moves
+    with open(p, "rb") as f:
+        f.read()
+
+def fallocate_grow(p):
+    with open(p, "r+b") as f:
+        os.posix_fallocate(f.fileno(), 0, 50000)
+
+def copy_into(p):
+    with open(t + "/f000", "rb") as src, open(p, "r+b") as dst:
+        os.copy_file_range(src.fileno(), dst.fileno(), 100, 0, 5000)
+
+after("a write through another descriptor", "w1", write_other_fd)
+after("a read", "r1", read_it)
+after("a link", "l1", lambda p: os.link(p, p + ".2"))
+after("an unlink of its other name", "l2",
+      lambda p: (os.link(p, p + ".2"), os.stat(p), os.unlink(p + ".2"),
+                 None)[3])
+after("a rename", "n1",
+      lambda p: (os.rename(p, p + ".moved"), "n1.moved")[1])
+# an unlinked file: only its descriptor is left to ask
+p = kept("u1")
+fd = os.open(p, os.O_RDONLY)
+os.fstat(fd)
+os.unlink(p)
+if os.fstat(fd).st_nlink != 0:
+    fail("a kept file, then an unlink: nlink %d" % os.fstat(fd).st_nlink)
+os.close(fd)
+after("an open with O_TRUNC", "o1", lambda p: open(p, "wb").close())
+after("a truncate", "tr1", lambda p: os.truncate(p, 10))
+after("a fallocate", "fa1", fallocate_grow)
+after("a copy_file_range into it", "cp1", copy_into)
+after("a setxattr", "x1", lambda p: os.setxattr(p, "user.k", b"v"))
+p = kept("m2")
+os.stat(p)
+os.chmod(m2 + "/t/m2", 0o600)
+within("a kept file mount 2 changed shows its new mode",
+       lambda: os.stat(p).st_mode & 0o777 == 0o600, 1.0)
 
 # --- small files come with their open -------------------------------------
 s = m1 + "/small"
