@@ -4113,6 +4113,81 @@ static int cs_conf_set(struct ceph_mount_info *cm, const char *opt,
 	return ret;
 }
 
+/*
+ * Ceph formats every message of a subsystem up to its second debug level
+ * ("0/5": nothing to the log file, levels up to 5 kept in memory for a
+ * crash report) on the calling thread, and its log thread files them: a
+ * quarter of the agent's CPU on a stream of creates (doc/performance.md).
+ * The subsystems a client runs are quiet (0/0) unless $CEPH_ARGS names
+ * them or the configuration file sets them to something else than Ceph's
+ * default.
+ */
+static const char *const cs_quiet_opts[] = {
+	"debug_client", "debug_objectcacher", "debug_objecter",
+	"debug_filer", "debug_striper", "debug_journaler", "debug_monc",
+	"debug_mgrc", "debug_ms", "debug_auth", "debug_crypto",
+	"debug_finisher", "debug_context", "debug_timer", "debug_throttle",
+	"debug_buffer", "debug_refs", "debug_lockdep", "debug_heartbeatmap",
+	"debug_perfcounter", "debug_asok", "debug_optracker", "debug_none",
+};
+#define CS_QUIET_N	(sizeof(cs_quiet_opts) / sizeof(cs_quiet_opts[0]))
+#define CS_QUIET_LEN	32
+
+/* Before the configuration is read: Ceph's defaults (v[i], "" if none). */
+static void cs_quiet_defaults(struct ceph_mount_info *cm,
+			      char v[CS_QUIET_N][CS_QUIET_LEN])
+{
+	size_t i;
+
+	for (i = 0; i < CS_QUIET_N; i++)
+		if (ceph_conf_get(cm, cs_quiet_opts[i], v[i], CS_QUIET_LEN) < 0)
+			v[i][0] = '\0';
+}
+
+/*
+ * Whether $CEPH_ARGS names opt (as --debug_client or --debug-client, with
+ * = or a space after it): ceph_create() applied it already, so that it is
+ * in what cs_quiet_defaults() read.
+ */
+static int cs_quiet_in_args(const char *args, const char *opt)
+{
+	size_t n = strlen(opt), i;
+	const char *p;
+
+	for (p = args; *p; p++) {
+		for (i = 0; i < n; i++) {
+			char c = p[i] == '-' ? '_' : p[i];
+
+			if (c != opt[i])
+				break;
+		}
+		if (i == n && (p[n] == '=' || p[n] == ' ' || p[n] == '\0'))
+			return 1;
+	}
+	return 0;
+}
+
+/* After it: what still has Ceph's default is set to 0/0. */
+static void cs_quiet(struct ceph_mount_info *cm,
+		     char v[CS_QUIET_N][CS_QUIET_LEN])
+{
+	const char *args = getenv("CEPH_ARGS");
+	char now[CS_QUIET_LEN];
+	unsigned int n = 0;
+	size_t i;
+
+	for (i = 0; i < CS_QUIET_N; i++) {
+		if (!v[i][0] || strcmp(v[i], "0/0") == 0 ||
+		    (args && cs_quiet_in_args(args, cs_quiet_opts[i])) ||
+		    ceph_conf_get(cm, cs_quiet_opts[i], now, sizeof(now)) < 0 ||
+		    strcmp(now, v[i]) != 0)
+			continue;
+		if (ceph_conf_set(cm, cs_quiet_opts[i], "0/0") == 0)
+			n++;
+	}
+	agent_dbg("store cephfs: %u of Ceph's debug levels set to 0/0", n);
+}
+
 /* ceph_start_reclaim() on a thread of its own (cs_reclaim()). */
 struct cs_reclaim_run {
 	pthread_mutex_t lock;
@@ -4240,6 +4315,7 @@ int agent_ceph_open(const struct agent_store_spec *sp,
 	const char *path = sp->path ? sp->path : "/";
 	struct ceph_backend *cb;
 	char secs[32], mon[256] = "?";
+	char quiet[CS_QUIET_N][CS_QUIET_LEN];
 	int ret;
 
 	cb = calloc(1, sizeof(*cb));
@@ -4258,6 +4334,7 @@ int agent_ceph_open(const struct agent_store_spec *sp,
 			  sp->id ? sp->id : "admin", strerror(-ret));
 		goto out_free;
 	}
+	cs_quiet_defaults(cb->cm, quiet);
 	ret = ceph_conf_read_file(cb->cm, sp->conf);
 	if (ret < 0) {
 		agent_err("store cephfs: conf file %s: %s",
@@ -4267,6 +4344,7 @@ int agent_ceph_open(const struct agent_store_spec *sp,
 	}
 	/* $CEPH_ARGS and the like, as every Ceph tool takes them */
 	ceph_conf_parse_env(cb->cm, NULL);
+	cs_quiet(cb->cm, quiet);
 	ceph_conf_get(cb->cm, "mon_host", mon, sizeof(mon));
 	if (!mon[0])
 		snprintf(mon, sizeof(mon), "?");

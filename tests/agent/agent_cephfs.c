@@ -7,8 +7,9 @@
  * agent_store_*() dispatchers), which is thread-safe for a blocking store:
  * metadata, open/release, file_rw, READDIR through the call interface,
  * the entries' "no xattrs" hint,
- * fids (fid_entry, REBIND in a second session), and the start-up
- * failures: a conf file that is not there and a monitor nobody answers
+ * fids (fid_entry, REBIND in a second session), Ceph's debug levels
+ * (0/0 in the store's client but where the configuration sets one), and
+ * the start-up failures: a conf file that is not there and a monitor nobody answers
  * for fail with -errno, the latter within the timeout, and so does an MDS
  * that does not answer (stopped) when a previous run's session is to be
  * reset.  The write log: a
@@ -659,6 +660,47 @@ static void check_wlog(const char *spec)
 }
 #endif
 
+/* opt's value in the store's Ceph client, through its admin socket. */
+static void asok_get(const char *opt, char *out, size_t len)
+{
+	char cmd[600], line[256];
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "timeout 30 ceph --admin-daemon "
+		 "%s/run/client.admin.asok config get %s", cdir, opt);
+	f = popen(cmd, "r");
+	CHECK(f, "popen %s", cmd);
+	out[0] = '\0';
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, " \"%*[^\"]\": \"%63[^\"]\"", out) == 1)
+			break;
+	pclose(f);
+	CHECK(out[0], "%s: no value", cmd);
+}
+
+/* Ceph's debug levels of a store's client: 0/0 but where conf sets them. */
+static void check_quiet(const char *conf)
+{
+	struct agent_backend *b = NULL;
+	char spec[1600], conf2[300], v[64];
+	int ret;
+
+	snprintf(conf2, sizeof(conf2), "%s/ceph-debug.conf", cdir);
+	snprintf(spec, sizeof(spec), "cp %s %s && printf '[client]\\n"
+		 "debug_objectcacher = 1/3\\n' >> %s", conf, conf2, conf2);
+	CHECK(system(spec) == 0, "%s", spec);
+	snprintf(spec, sizeof(spec), "cephfs:/,conf=%s", conf2);
+	ret = open_spec(spec, 30000, &b);
+	CHECK(ret == 0, "open %s: %d (%s)", spec, ret, strerror(-ret));
+	asok_get("debug_objectcacher", v, sizeof(v));
+	CHECK(!strcmp(v, "1/3"), "debug_objectcacher %s, not the 1/3 set",
+	      v);
+	asok_get("debug_client", v, sizeof(v));
+	CHECK(!strcmp(v, "0/0"), "debug_client %s, not 0/0", v);
+	agent_backend_close(b);
+	printf("ok Ceph's debug levels\n");
+}
+
 int main(int argc, char **argv)
 {
 #ifndef HAVE_CEPHFS
@@ -710,7 +752,17 @@ int main(int argc, char **argv)
 	      "backend: root_fd %d flags %x", b->root_fd, b->flags);
 	check_store(b);
 	OK(b->ops->sync(b));
+	/* Ceph's in-memory debug messages are off (store_ceph.c) */
+	{
+		char v[64];
+
+		asok_get("debug_client", v, sizeof(v));
+		CHECK(!strcmp(v, "0/0"), "debug_client %s, not 0/0", v);
+		asok_get("debug_monc", v, sizeof(v));
+		CHECK(!strcmp(v, "0/0"), "debug_monc %s, not 0/0", v);
+	}
 	agent_backend_close(b);
+	check_quiet(conf);
 	check_wlog(spec);
 
 	/* a file system and a path that are not there */
