@@ -674,9 +674,8 @@ void bcfs_op_release(fuse_req_t req, fuse_ino_t ino,
 
 	/*
 	 * Release is asynchronous for the application already; the agent's
-	 * answers are not waited for either (requests of a session are
-	 * served in order, so the GETATTR still finds the file open).
-	 * Writes still gathered (after a FLUSH: only from a race) go first.
+	 * answers are not waited for either.  Writes still gathered (after
+	 * a FLUSH: only from a race) go first.
 	 */
 	bcfs_wb_release(handle, fi->fh);
 	if ((fi->flags & O_ACCMODE) != O_RDONLY) {
@@ -686,10 +685,21 @@ void bcfs_op_release(fuse_req_t req, fuse_ino_t ino,
 			bcfs_inode_open_update(handle, &attr);
 			goto out;
 		}
-		bcfs_msg(&m, BCP_OP_GETATTR);
-		m.u.node_req.handle = handle;
-		m.u.node_req.fh = fi->fh;
-		bcfs_call_reply(NULL, &m, BCFS_REPLY_OPEN_ATTR, handle, NULL);
+		/*
+		 * Only the writeback cache keeps the pages of a write: without
+		 * it the kernel drops them itself once it sees the mtime the
+		 * write gave (FUSE_CAP_AUTO_INVAL_DATA), and the next open's
+		 * attributes are recorded then.  By handle, not fh: a blocking
+		 * store runs the GETATTR and the RELEASE behind it on two
+		 * threads, and the RELEASE may come first.
+		 */
+		if (bcfs_g.o.writeback) {
+			bcfs_msg(&m, BCP_OP_GETATTR);
+			m.u.node_req.handle = handle;
+			m.u.node_req.fh = 0;
+			bcfs_call_reply(NULL, &m, BCFS_REPLY_OPEN_ATTR, handle,
+					NULL);
+		}
 	}
 out:
 	bcfs_release_fh(handle, fi->fh);

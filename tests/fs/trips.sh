@@ -13,6 +13,9 @@
 #     kernel's GETATTR before a chown and the one after a close cost no
 #     request), and a write, read, link, unlink, rename, truncate,
 #     fallocate, copy or setxattr after it is seen by fstat and stat;
+#   - a file written through mount 1 and read there once is read from
+#     the page cache the next time (no read request); through mount 4
+#     (-o writeback) a file written there is never read;
 #   - a small file is read with its open (fs/peek.c): reading files of
 #     0 to 70 KiB back through a mount that never opened them gives their
 #     bytes, with one read request per file over 64 KiB and none for the
@@ -48,18 +51,25 @@ bcf_mount_extra m3 "$listen" "$opts,metrics=127.0.0.1:0" ||
 port3=$(sed -n 's|.*metrics on http://[^ ]*:\([0-9]*\)/metrics.*|\1|p' \
 	"$BCF_TMP/fs-m3.log" | tail -1)
 [ -n "$port3" ] || bcf_fail "mount 3 did not say where its metrics are"
+# and one with the kernel's writeback cache
+bcf_mount_extra m4 "$listen" "$opts,writeback,metrics=127.0.0.1:0" ||
+	bcf_fail "mount 4 did not come up"
+port4=$(sed -n 's|.*metrics on http://[^ ]*:\([0-9]*\)/metrics.*|\1|p' \
+	"$BCF_TMP/fs-m4.log" | tail -1)
+[ -n "$port4" ] || bcf_fail "mount 4 did not say where its metrics are"
 store_within=1
 [ "${BCF_STORE:-posix}" = cephfs ] && store_within=30
 
 PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=$top_srcdir/tests/fs \
 	timeout 300 python3 - "$m1" "$m2" "$BCF_TMP/m3" "$BCF_BACK" \
 	"$BCF_METRICS_PORT" "$port3" "$store_within" "${BCF_STORE:-posix}" \
-	<<'PY' || bcf_fail "see above"
+	"$BCF_TMP/m4" "$port4" <<'PY' || bcf_fail "see above"
 import ctypes, errno, mmap, os, subprocess, sys, time
 from fscheck import fail, within
 import fscheck
 
-m1, m2, m3, back, port, port3, store_within, store = sys.argv[1:9]
+m1, m2, m3, back, port, port3, store_within, store, m4, port4 = \
+    sys.argv[1:11]
 store_within = float(store_within)
 
 def requests(op, port=port):
@@ -260,6 +270,42 @@ M = 200
 for i in range(M):
     with open("%s/f%03d" % (s, i), "wb") as f:
         f.write(content(i))
+def page_file(i):
+    return b"%04d" % i * 1024 * (1 + i % 4)
+
+def write_pages(d):
+    os.mkdir(d)
+    for i in range(M):
+        with open("%s/p%03d" % (d, i), "wb") as f:
+            f.write(page_file(i))
+
+def read_pages(d, port):
+    """read the M files of d back: the reads the mount sent the agent"""
+    r0 = requests("read", port)
+    for i in range(M):
+        with open("%s/p%03d" % (d, i), "rb") as f:
+            got = f.read()
+        if got != page_file(i):
+            fail("%s/p%03d: %d bytes read back" % (d, i, len(got)))
+    return requests("read", port) - r0
+
+# files written through mount 1 and read back there once are read from
+# its page cache the next time: a write drops the pages the kernel cannot
+# trust (their mtime moved), the next open keeps what was read since
+write_pages(m1 + "/pages")
+for rnd in range(2):
+    r = read_pages(m1 + "/pages", port)
+    print("%d files written through mount 1, read back there (%d): "
+          "%d reads" % (M, rnd + 1, r))
+if r:
+    fail("%d reads for %d files mount 1 wrote and read once" % (r, M))
+# with the writeback cache the pages of the write itself are kept
+write_pages(m4 + "/pages4")
+r = read_pages(m4 + "/pages4", port4)
+print("%d files written through mount 4 (writeback), read back there: "
+      "%d reads" % (M, r))
+if r:
+    fail("%d reads for %d files mount 4 wrote" % (r, M))
 # through mount 3, which opens each for the first time: its kernel holds
 # none of them.  Not drop_caches(): that evicts the store's pages too,
 # and the agent sends a small file's bytes with its open only from its
