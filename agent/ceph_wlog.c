@@ -26,7 +26,9 @@
  * those first make the cluster have the file's logged writes and retire
  * them (store_ceph.c: cs_settle()); only another Ceph client's write to
  * the same bytes within a flush interval of an agent crash could be
- * undone (doc/design.md).
+ * undone (doc/design.md).  A SETATTR's entry (kind WL_ATTR) holds the
+ * owner, mode or times the store set, set again the same way; a later
+ * truncate does not retire it, and setting those again is harmless.
  *
  * Locks: w->lock guards the in-memory slot states, the ring and the
  * counters; it is never held across a call into libcephfs or a pwrite.
@@ -81,8 +83,12 @@ struct wl_slot {
 	uint64_t ino;
 	uint64_t off;			/* in the file */
 	uint64_t pos;			/* in the ring */
-	uint8_t pad[24];
+	uint32_t kind;			/* WL_WRITE or WL_ATTR */
+	uint8_t pad[20];
 };
+
+/* what a slot's bytes are: a write's, or a struct cs_wlog_attr */
+enum { WL_WRITE = 0, WL_ATTR = 1 };
 
 enum wl_state { WL_FREE, WL_BUSY, WL_WRITING, WL_DONE };
 
@@ -155,8 +161,8 @@ static void wl_retire(struct cs_wlog *w, uint32_t i)
 	wl_free(w, i);
 }
 
-int cs_wlog_add(struct cs_wlog *w, uint64_t ino, uint64_t off,
-		const void *buf, size_t len, uint32_t *slot)
+static int wl_add(struct cs_wlog *w, uint32_t kind, uint64_t ino,
+		  uint64_t off, const void *buf, size_t len, uint32_t *slot)
 {
 	uint64_t p, phys, need, seq;
 	struct wl_slot *sl;
@@ -207,6 +213,7 @@ int cs_wlog_add(struct cs_wlog *w, uint64_t ino, uint64_t off,
 	sl->ino = ino;
 	sl->off = off;
 	sl->pos = p % WL_DATA;
+	sl->kind = kind;
 	atomic_store_explicit(&sl->state, WL_LIVE, memory_order_release);
 	pthread_mutex_lock(&w->lock);
 	w->mem[i].state = WL_WRITING;
@@ -215,6 +222,24 @@ int cs_wlog_add(struct cs_wlog *w, uint64_t ino, uint64_t off,
 	pthread_mutex_unlock(&w->lock);
 	*slot = i;
 	return 0;
+}
+
+int cs_wlog_add(struct cs_wlog *w, uint64_t ino, uint64_t off,
+		const void *buf, size_t len, uint32_t *slot)
+{
+	return wl_add(w, WL_WRITE, ino, off, buf, len, slot);
+}
+
+int cs_wlog_add_attr(struct cs_wlog *w, uint64_t ino,
+		     const struct cs_wlog_attr *a)
+{
+	uint32_t slot;
+	int ret;
+
+	ret = wl_add(w, WL_ATTR, ino, 0, a, sizeof(*a), &slot);
+	if (ret == 0)
+		cs_wlog_done(w, slot, 1);
+	return ret;
 }
 
 void cs_wlog_done(struct cs_wlog *w, uint32_t slot, int ok)
@@ -319,7 +344,42 @@ static int wl_slot_cmp(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* Write one entry again; 1: its file is gone, 0: written, < 0: failed. */
+/*
+ * Make a logged SETATTR again, in the order the store made it (owner, then
+ * mode, then times); in holds a reference.
+ */
+static int wl_replay_attr(struct cs_wlog *w, Inode *in,
+			  const struct cs_wlog_attr *a, const UserPerm *perms)
+{
+	const uint32_t owner = CEPH_SETATTR_UID | CEPH_SETATTR_GID;
+	const uint32_t times = CEPH_SETATTR_ATIME | CEPH_SETATTR_MTIME;
+	struct ceph_statx x;
+	int ret = 0;
+
+	memset(&x, 0, sizeof(x));
+	x.stx_uid = a->uid;
+	x.stx_gid = a->gid;
+	x.stx_mode = (uint16_t)(a->mode & 07777);
+	x.stx_atime.tv_sec = a->atime;
+	x.stx_atime.tv_nsec = a->atime_nsec;
+	x.stx_mtime.tv_sec = a->mtime;
+	x.stx_mtime.tv_nsec = a->mtime_nsec;
+	if (a->mask & owner)
+		ret = ceph_ll_setattr(w->cm, in, &x, (int)(a->mask & owner),
+				      (UserPerm *)perms);
+	if (ret == 0 && (a->mask & CEPH_SETATTR_MODE))
+		ret = ceph_ll_setattr(w->cm, in, &x, CEPH_SETATTR_MODE,
+				      (UserPerm *)perms);
+	if (ret == 0 && (a->mask & times))
+		ret = ceph_ll_setattr(w->cm, in, &x, (int)(a->mask & times),
+				      (UserPerm *)perms);
+	return ret;
+}
+
+/*
+ * Make one entry again; 1: its file is gone, 0: made, < 0: failed.  A
+ * write goes only to a regular file that is still linked.
+ */
 static int wl_replay_one(struct cs_wlog *w, const struct wl_slot *sl,
 			 void *buf, const UserPerm *perms)
 {
@@ -338,6 +398,14 @@ static int wl_replay_one(struct cs_wlog *w, const struct wl_slot *sl,
 		return 1;
 	if (ret < 0)
 		return ret;
+	if (sl->kind == WL_ATTR) {
+		struct cs_wlog_attr a;
+
+		memcpy(&a, buf, sizeof(a));
+		ret = wl_replay_attr(w, in, &a, perms);
+		ceph_ll_put(w->cm, in);
+		return ret == -ENOENT || ret == -ESTALE ? 1 : ret;
+	}
 	ret = ceph_ll_getattr(w->cm, in, &x, CEPH_STATX_MODE |
 			      CEPH_STATX_NLINK, AT_SYMLINK_NOFOLLOW, perms);
 	if (ret == 0 && (!S_ISREG(x.stx_mode) || x.stx_nlink == 0))
@@ -358,7 +426,7 @@ static int wl_replay(struct cs_wlog *w, const UserPerm *perms)
 {
 	struct wl_slot **live;
 	uint64_t bytes = 0;
-	unsigned int i, n = 0, gone = 0;
+	unsigned int i, n = 0, gone = 0, attrs = 0, unset = 0;
 	void *buf;
 	int ret = 0;
 
@@ -376,7 +444,10 @@ static int wl_replay(struct cs_wlog *w, const UserPerm *perms)
 			continue;
 		if (sl->len == 0 || sl->len > WL_ENTRY_MAX ||
 		    sl->pos + sl->len > WL_DATA || sl->off > INT64_MAX ||
-		    sl->len > INT64_MAX - sl->off) {
+		    sl->len > INT64_MAX - sl->off ||
+		    (sl->kind != WL_WRITE && sl->kind != WL_ATTR) ||
+		    (sl->kind == WL_ATTR &&
+		     sl->len != sizeof(struct cs_wlog_attr))) {
 			agent_err("write log %s: slot %u is damaged", w->path,
 				  i);
 			ret = -EUCLEAN;
@@ -387,6 +458,14 @@ static int wl_replay(struct cs_wlog *w, const UserPerm *perms)
 	qsort(live, n, sizeof(*live), wl_slot_cmp);
 	for (i = 0; i < n; i++) {
 		ret = wl_replay_one(w, live[i], buf, perms);
+		if (ret < 0 && live[i]->kind == WL_ATTR) {
+			/* no bytes to lose: the start goes on */
+			agent_warn("write log %s: replaying a change of the "
+				   "attributes of inode %#" PRIx64 ": %s",
+				   w->path, live[i]->ino, strerror(-ret));
+			unset++;
+			continue;
+		}
 		if (ret < 0) {
 			agent_err("write log %s: replaying a write of %u bytes "
 				  "at %" PRIu64 " of inode %#" PRIx64 ": %s",
@@ -396,6 +475,8 @@ static int wl_replay(struct cs_wlog *w, const UserPerm *perms)
 		}
 		if (ret == 1)
 			gone++;
+		else if (live[i]->kind == WL_ATTR)
+			attrs++;
 		else
 			bytes += live[i]->len;
 	}
@@ -407,8 +488,9 @@ static int wl_replay(struct cs_wlog *w, const UserPerm *perms)
 			goto out;
 		}
 		agent_info("write log: replayed %u writes (%" PRIu64 " bytes) "
-			   "a previous run acknowledged; %u were of files "
-			   "removed since", n - gone, bytes, gone);
+			   "and %u changes of attributes a previous run "
+			   "acknowledged; %u were of files removed since",
+			   n - gone - attrs - unset, bytes, attrs, gone);
 	}
 	for (i = 0; i < n; i++)
 		atomic_store(&live[i]->state, 0);

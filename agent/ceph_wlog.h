@@ -9,8 +9,9 @@
  * the posix store's data),
  * writes it through the cache, and answers; a flusher thread makes the
  * cluster have it (ceph_sync_fs) a moment later and retires the entries.
- * The next start replays what was never retired, before any host is
- * served.  See doc/design.md, "Writes to a CephFS are logged, not waited
+ * A SETATTR's outcome (owner, mode, times) is logged the same way, after
+ * the Ceph client made it.  The next start replays what was never
+ * retired, in order, before any host is served.  See doc/design.md, "Writes to a CephFS are logged, not waited
  * for".
  */
 #ifndef AGENT_CEPH_WLOG_H
@@ -44,6 +45,28 @@ void cs_wlog_close(struct cs_wlog *w);
  */
 int cs_wlog_add(struct cs_wlog *w, uint64_t ino, uint64_t off,
 		const void *buf, size_t len, uint32_t *slot);
+/*
+ * What a SETATTR left of an inode, as cs_wlog_add_attr() logs it: mask
+ * says which fields (CEPH_SETATTR_UID, _GID, _MODE, _ATIME, _MTIME).
+ */
+struct cs_wlog_attr {
+	uint32_t mask;
+	uint32_t mode;
+	uint32_t uid;
+	uint32_t gid;
+	int64_t atime;
+	int64_t mtime;
+	uint32_t atime_nsec;
+	uint32_t mtime_nsec;
+};
+
+/*
+ * Log a SETATTR the Ceph client made (made already: no cs_wlog_done()
+ * follows).  0: logged, the flusher makes the cluster have it.  < 0: not
+ * logged, the caller makes it durable itself.
+ */
+int cs_wlog_add_attr(struct cs_wlog *w, uint64_t ino,
+		     const struct cs_wlog_attr *a);
 /* The write of a logged entry was made (ok) or failed (nothing to keep). */
 void cs_wlog_done(struct cs_wlog *w, uint32_t slot, int ok);
 /* A point in time for cs_wlog_synced(). */

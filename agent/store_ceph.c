@@ -37,8 +37,9 @@
  *
  * Durability: a write is answered once it is in the write log
  * (ceph_wlog.h) or the cluster has it (cs_wflags()), a SETATTR once the
- * cluster has it (cfs_setattr()), as the posix store's are once the DPU's
- * kernel has them: the daemon replays only what was not answered.
+ * write log or the cluster has it (cfs_setattr()), as the posix store's
+ * are once the DPU's kernel has them: the daemon replays only what was
+ * not answered.
  *
  * Changes made by another Ceph client (a second agent on the same
  * CephFS, a ceph-fuse) reach the sessions holding the objects as
@@ -1512,6 +1513,49 @@ static int cs_setattr(struct ceph_store *s, struct ceph_node *n,
 	return 0;
 }
 
+/*
+ * Log what a SETATTR made of an owner, a mode or times (a: the attributes
+ * after it) instead of waiting for the MDS.  < 0: not logged (no log, a
+ * size or a ctime alone, the log full): the caller syncs.
+ */
+static int cs_setattr_log(struct ceph_store *s, uint64_t ino,
+			  const struct bcp_setattr_req *r,
+			  const struct bcp_attr *a)
+{
+	struct cs_wlog_attr la;
+
+	if (!s->cb->wlog || (r->valid & BCP_SETATTR_SIZE) ||
+	    !(r->valid & (BCP_SETATTR_UID | BCP_SETATTR_GID |
+			  BCP_SETATTR_MODE | BCP_SETATTR_ATIME |
+			  BCP_SETATTR_MTIME | BCP_SETATTR_ATIME_NOW |
+			  BCP_SETATTR_MTIME_NOW)))
+		return -EINVAL;
+	memset(&la, 0, sizeof(la));
+	la.uid = a->uid;
+	la.gid = a->gid;
+	la.mode = a->mode;
+	la.atime = a->atime;
+	la.atime_nsec = a->atime_nsec;
+	la.mtime = a->mtime;
+	la.mtime_nsec = a->mtime_nsec;
+	if (r->valid & BCP_SETATTR_UID)
+		la.mask |= CEPH_SETATTR_UID;
+	if (r->valid & BCP_SETATTR_GID)
+		la.mask |= CEPH_SETATTR_GID;
+	/*
+	 * a change of owner alone set the set-ID bits again (cs_setattr());
+	 * a symlink has no mode to set
+	 */
+	if ((r->valid & (BCP_SETATTR_MODE | BCP_SETATTR_UID |
+			 BCP_SETATTR_GID)) && !S_ISLNK(a->mode))
+		la.mask |= CEPH_SETATTR_MODE;
+	if (r->valid & (BCP_SETATTR_ATIME | BCP_SETATTR_ATIME_NOW))
+		la.mask |= CEPH_SETATTR_ATIME;
+	if (r->valid & (BCP_SETATTR_MTIME | BCP_SETATTR_MTIME_NOW))
+		la.mask |= CEPH_SETATTR_MTIME;
+	return cs_wlog_add_attr(s->cb->wlog, ino, &la);
+}
+
 static int cfs_setattr(struct agent_store *bs,
 			const struct bcp_setattr_req *r, struct bcp_attr *out)
 {
@@ -1527,16 +1571,20 @@ static int cfs_setattr(struct agent_store *bs,
 	ret = cs_setattr(s, n, r);
 	/*
 	 * With exclusive capabilities the Ceph client keeps a new mode,
-	 * owner, times or a larger size to itself for a while: in the MDS
-	 * before the answer, or they die with the agent (cs_wflags())
+	 * owner, times or a larger size to itself for a while: in the
+	 * write log or in the MDS before the answer, or they die with the
+	 * agent (cs_wflags())
 	 */
 	if (ret == 0)
-		ret = ceph_ll_sync_inode(s->cm, n->in, 0);
-	/* which also made the cluster have the writes logged before */
-	if (ret == 0 && s->cb->wlog)
-		cs_wlog_synced(s->cb->wlog, n->ino, mark);
-	if (ret == 0)
 		ret = cfs_getattr(bs, r->handle, 0, out);
+	if (ret == 0 && cs_setattr_log(s, n->ino, r, out) < 0) {
+		ret = ceph_ll_sync_inode(s->cm, n->in, 0);
+		/* which also made the cluster have the writes logged before */
+		if (ret == 0 && s->cb->wlog)
+			cs_wlog_synced(s->cb->wlog, n->ino, mark);
+		if (ret == 0)
+			ret = cfs_getattr(bs, r->handle, 0, out);
+	}
 	/* even a failure may follow a step that was made (store_posix.c) */
 	cs_pub_inode(s, n->ino, ret == 0 && (r->valid & BCP_SETATTR_SIZE) ?
 		     (int64_t)r->size : -1, 0);

@@ -13,10 +13,10 @@
  * for fail with -errno, the latter within the timeout, and so does an MDS
  * that does not answer (stopped) when a previous run's session is to be
  * reset.  The write log: a
- * process writes through the store and dies (no flush, its Ceph session
- * left behind); the next open of the store, in another process as after
- * an agent's restart, replays what it acknowledged, and nothing a
- * truncate since removed.
+ * process writes through the store, sets a file's owner, mode and times,
+ * and dies (no flush, its Ceph session left behind); the next open of
+ * the store, in another process as after an agent's restart, replays
+ * what it acknowledged, and nothing a truncate since removed.
  *
  * Skips (77) without libcephfs, without the Ceph daemons, or when the
  * cluster does not come up.
@@ -512,6 +512,8 @@ static void check_store(struct agent_backend *b)
 #ifdef HAVE_CEPHFS
 #define WL_FILES	8
 #define WL_LEN		(3 * 4096 + 100)
+#define WL_ATIME	1500000000
+#define WL_MTIME	1400000000
 
 /* Run this test's own binary as "wlog-ROLE SPEC STATE UUID TOP". */
 static void wlog_run(const char *role, const char *spec, const char *state,
@@ -533,8 +535,9 @@ static void wlog_run(const char *role, const char *spec, const char *state,
 /*
  * The writer: write WL_FILES files through the store (an ordinary open for
  * writing, so through the client's cache and the log), truncate the last
- * one to 0 after its write, then die without a flush or a close, as a
- * SIGKILL would leave it.
+ * one to 0 after its write, set a new file's owner, mode and times and a
+ * symlink's owner, then die without a flush or a close, as a SIGKILL
+ * would leave it.
  */
 static void wlog_write(const char *spec, const char *state, const char *uuid,
 		       const char *top)
@@ -573,6 +576,36 @@ static void wlog_write(const char *spec, const char *state, const char *uuid,
 	sr.handle = cr.entry.handle;
 	sr.valid = BCP_SETATTR_SIZE;
 	OK(agent_store_setattr(s, &sr, &a));
+	/* an owner, a mode and times, acknowledged as tar sets them */
+	OK(create(s, dir, "attrs", O_EXCL, &cr));
+	memset(&sr, 0, sizeof(sr));
+	sr.handle = cr.entry.handle;
+	sr.valid = BCP_SETATTR_UID | BCP_SETATTR_GID;
+	sr.uid = 2345;
+	sr.gid = 5432;
+	OK(agent_store_setattr(s, &sr, &a));
+	sr.valid = BCP_SETATTR_MODE;
+	sr.mode = 0604;
+	OK(agent_store_setattr(s, &sr, &a));
+	sr.valid = BCP_SETATTR_ATIME | BCP_SETATTR_MTIME;
+	sr.atime = WL_ATIME;
+	sr.mtime = WL_MTIME;
+	sr.mtime_nsec = 5000;
+	OK(agent_store_setattr(s, &sr, &a));
+	/* a symlink's owner: no mode to set again */
+	{
+		struct bcp_symlink_req lr = {
+			.parent = dir, .name_len = 4, .target_len = 5,
+		};
+		struct bcp_entry l;
+
+		OK(agent_store_symlink(s, &lr, "link", "attrs", &l));
+		memset(&sr, 0, sizeof(sr));
+		sr.handle = l.handle;
+		sr.valid = BCP_SETATTR_UID;
+		sr.uid = 3456;
+		OK(agent_store_setattr(s, &sr, &a));
+	}
 	_exit(0);
 }
 
@@ -615,6 +648,8 @@ static void wlog_read(const char *spec, const char *state, const char *uuid,
 	fputs(buf, stdout);
 	CHECK(strstr(buf, "replayed 14 writes"), "no replay of the 14 writes "
 	      "not truncated since");
+	CHECK(strstr(buf, "and 4 changes of attributes"), "no replay of the "
+	      "4 SETATTRs of owners, mode and times");
 	s = agent_store_new(b, NULL, &ident);
 	CHECK(s, "session store");
 	OK(agent_store_lookup(s, agent_store_root(s), top, strlen(top), &e));
@@ -637,6 +672,20 @@ static void wlog_read(const char *spec, const char *state, const char *uuid,
 		OK(agent_store_release(s, fe.handle, o.fh, 0));
 		OK(agent_store_unlink(s, e.handle, name, strlen(name), 0));
 	}
+	OK(agent_store_lookup(s, e.handle, "attrs", 5, &fe));
+	CHECK(fe.attr.uid == 2345 && fe.attr.gid == 5432 &&
+	      (fe.attr.mode & 07777) == 0604 && fe.attr.atime == WL_ATIME &&
+	      fe.attr.mtime == WL_MTIME && fe.attr.mtime_nsec == 5000,
+	      "attrs after the replay: uid %u gid %u mode %o atime %lld "
+	      "mtime %lld.%09u", fe.attr.uid, fe.attr.gid, fe.attr.mode,
+	      (long long)fe.attr.atime, (long long)fe.attr.mtime,
+	      fe.attr.mtime_nsec);
+	OK(agent_store_unlink(s, e.handle, "attrs", 5, 0));
+	OK(agent_store_lookup(s, e.handle, "link", 4, &fe));
+	CHECK(fe.attr.uid == 3456 && S_ISLNK(fe.attr.mode),
+	      "link after the replay: uid %u mode %o", fe.attr.uid,
+	      fe.attr.mode);
+	OK(agent_store_unlink(s, e.handle, "link", 4, 0));
 	OK(agent_store_unlink(s, agent_store_root(s), top, strlen(top), 1));
 	agent_store_destroy(s);
 	agent_backend_close(b);
