@@ -56,7 +56,14 @@
 #include "ceph_wlog.h"
 #include "store.h"
 
-#define WL_MAGIC	0x31474f4c57434342ull	/* "BCCWLOG1" */
+/*
+ * "BCCWLOG2": slots may hold attributes (WL_ATTR), which an agent that
+ * knows only "BCCWLOG1" would write into the file as bytes; a log of the
+ * first kind is taken and marked as the second, so that such an agent
+ * refuses it rather than replay it.
+ */
+#define WL_MAGIC	0x32474f4c57434342ull
+#define WL_MAGIC1	0x31474f4c57434342ull
 #define WL_SLOTS	4096u
 #define WL_INDEX	(1u << 20)		/* header + slots, then the ring */
 #define WL_DATA		(64ull << 20)
@@ -522,13 +529,20 @@ static int wl_file(struct cs_wlog *w, const uint8_t tag[16])
 		return 0;
 	}
 	if (pread(w->fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
-	    st.st_size != size || h.magic != WL_MAGIC ||
+	    st.st_size != size ||
+	    (h.magic != WL_MAGIC && h.magic != WL_MAGIC1) ||
 	    h.nslots != WL_SLOTS || h.index_len != WL_INDEX ||
 	    h.data_len != WL_DATA || memcmp(h.tag, tag, sizeof(h.tag))) {
 		agent_err("write log %s is not one this agent made for this "
 			  "CephFS; move it away only if it holds nothing "
 			  "acknowledged", w->path);
 		return -EUCLEAN;
+	}
+	if (h.magic == WL_MAGIC1) {
+		h.magic = WL_MAGIC;
+		if (pwrite(w->fd, &h.magic, sizeof(h.magic), 0) !=
+		    (ssize_t)sizeof(h.magic))
+			return errno ? -errno : -EIO;
 	}
 	return 0;
 }

@@ -11,8 +11,8 @@
  * cluster have it (ceph_sync_fs) a moment later and retires the entries.
  * A SETATTR's outcome (owner, mode, times) is logged the same way, after
  * the Ceph client made it.  The next start replays what was never
- * retired, in order, before any host is served.  See doc/design.md, "Writes to a CephFS are logged, not waited
- * for".
+ * retired, in order, before any host is served.  See doc/design.md,
+ * "Writes to a CephFS are logged, not waited for".
  */
 #ifndef AGENT_CEPH_WLOG_H
 #define AGENT_CEPH_WLOG_H

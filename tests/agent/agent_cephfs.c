@@ -16,7 +16,8 @@
  * process writes through the store, sets a file's owner, mode and times,
  * and dies (no flush, its Ceph session left behind); the next open of
  * the store, in another process as after an agent's restart, replays
- * what it acknowledged, and nothing a truncate since removed.
+ * what it acknowledged, and nothing a truncate since removed; a log of
+ * the first kind is taken and marked as of the second.
  *
  * Skips (77) without libcephfs, without the Ceph daemons, or when the
  * cluster does not come up.
@@ -32,6 +33,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -609,6 +611,35 @@ static void wlog_write(const char *spec, const char *state, const char *uuid,
 	_exit(0);
 }
 
+/*
+ * Set the header of every write log in state from magic from to magic to;
+ * how many had it.
+ */
+static int wlog_magic(const char *state, const char *from, const char *to)
+{
+	char path[600], cur[8];
+	struct dirent *de;
+	int n = 0, fd;
+	DIR *d;
+
+	d = opendir(state);
+	CHECK(d, "%s: %s", state, strerror(errno));
+	while ((de = readdir(d))) {
+		if (!strstr(de->d_name, ".wlog"))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", state, de->d_name);
+		fd = open(path, O_RDWR);
+		CHECK(fd >= 0, "%s: %s", path, strerror(errno));
+		if (pread(fd, cur, 8, 0) == 8 && !memcmp(cur, from, 8)) {
+			CHECK(!to || pwrite(fd, to, 8, 0) == 8, "%s", path);
+			n++;
+		}
+		close(fd);
+	}
+	closedir(d);
+	return n;
+}
+
 /* What the writer acknowledged is there after the reader's replay. */
 static void wlog_read(const char *spec, const char *state, const char *uuid,
 		      const char *top)
@@ -638,6 +669,9 @@ static void wlog_read(const char *spec, const char *state, const char *uuid,
 	close(saved);
 	close(lfd);
 	CHECK(ret == 0, "open after the writer died: %d", ret);
+	CHECK(wlog_magic(state, "BCCWLOG2", NULL) == 1 &&
+	      wlog_magic(state, "BCCWLOG1", NULL) == 0,
+	      "the write log was not marked as of the second kind");
 	lf = fopen(logf, "r");
 	CHECK(lf, "%s", logf);
 	memset(buf, 0, sizeof(buf));
@@ -700,6 +734,13 @@ static void check_wlog(const char *spec)
 	snprintf(uuid, sizeof(uuid), "agent_cephfs:%d", (int)getpid());
 	snprintf(top, sizeof(top), "wl%d", (int)getpid());
 	wlog_run("wlog-write", spec, state, uuid, top);
+	/*
+	 * a log of the first kind (an agent before attribute entries) is
+	 * replayed, and marked as the second kind, which such an agent
+	 * refuses
+	 */
+	CHECK(wlog_magic(state, "BCCWLOG2", "BCCWLOG1") == 1,
+	      "no write log of the second kind in %s", state);
 	wlog_run("wlog-read", spec, state, uuid, top);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", state);
 	if (system(cmd) != 0)
