@@ -1514,9 +1514,13 @@ static int cs_setattr(struct ceph_store *s, struct ceph_node *n,
 }
 
 /*
- * Log what a SETATTR made of an owner, a mode or times (a: the attributes
- * after it) instead of waiting for the MDS.  < 0: not logged (no log, a
- * size or a ctime alone, the log full): the caller syncs.
+ * Log what a SETATTR made of a regular file's owner, mode or times (a:
+ * the attributes after it) instead of waiting for the MDS.  < 0: not
+ * logged (no log, not a regular file, a size or a ctime alone, the log
+ * full): the caller syncs.  Not a directory: the MDS moves its times
+ * itself at every change of its names, and a time this client set and
+ * holds dirty went back over them when it reached the MDS (a mkdir in a
+ * directory right after a utime of it left its mtime unmoved).
  */
 static int cs_setattr_log(struct ceph_store *s, uint64_t ino,
 			  const struct bcp_setattr_req *r,
@@ -1524,7 +1528,8 @@ static int cs_setattr_log(struct ceph_store *s, uint64_t ino,
 {
 	struct cs_wlog_attr la;
 
-	if (!s->cb->wlog || (r->valid & BCP_SETATTR_SIZE) ||
+	if (!s->cb->wlog || !S_ISREG(a->mode) ||
+	    (r->valid & BCP_SETATTR_SIZE) ||
 	    !(r->valid & (BCP_SETATTR_UID | BCP_SETATTR_GID |
 			  BCP_SETATTR_MODE | BCP_SETATTR_ATIME |
 			  BCP_SETATTR_MTIME | BCP_SETATTR_ATIME_NOW |
@@ -1542,12 +1547,8 @@ static int cs_setattr_log(struct ceph_store *s, uint64_t ino,
 		la.mask |= CEPH_SETATTR_UID;
 	if (r->valid & BCP_SETATTR_GID)
 		la.mask |= CEPH_SETATTR_GID;
-	/*
-	 * a change of owner alone set the set-ID bits again (cs_setattr());
-	 * a symlink has no mode to set
-	 */
-	if ((r->valid & (BCP_SETATTR_MODE | BCP_SETATTR_UID |
-			 BCP_SETATTR_GID)) && !S_ISLNK(a->mode))
+	/* a change of owner alone set the set-ID bits again (cs_setattr()) */
+	if (r->valid & (BCP_SETATTR_MODE | BCP_SETATTR_UID | BCP_SETATTR_GID))
 		la.mask |= CEPH_SETATTR_MODE;
 	if (r->valid & (BCP_SETATTR_ATIME | BCP_SETATTR_ATIME_NOW))
 		la.mask |= CEPH_SETATTR_ATIME;
