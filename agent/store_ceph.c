@@ -1594,13 +1594,35 @@ static int cfs_setattr(struct agent_store *bs,
 }
 
 /*
+ * A new regular file's owner and mode (*x), set by cs_own_new(): logged
+ * as a SETATTR's are (cs_setattr_log()), so that a host whose ids are not
+ * the agent's creates with one wait for the MDS, not two.  < 0: not
+ * logged (no log, not a regular file: a directory's SETATTR waits, as
+ * cs_setattr_log() says why; the log full): the caller syncs.
+ */
+static int cs_own_log(struct ceph_store *s, const struct ceph_statx *x)
+{
+	struct cs_wlog_attr la;
+
+	if (!s->cb->wlog || !S_ISREG(x->stx_mode))
+		return -EINVAL;
+	memset(&la, 0, sizeof(la));
+	la.mask = CEPH_SETATTR_UID | CEPH_SETATTR_GID | CEPH_SETATTR_MODE;
+	la.uid = x->stx_uid;
+	la.gid = x->stx_gid;
+	la.mode = x->stx_mode;
+	return cs_wlog_add_attr(s->cb->wlog, x->stx_ino, &la);
+}
+
+/*
  * Give a newly made object (in, whose attributes are *x) to the caller,
  * as the session's identity policy maps the ids.  In a set-group-ID
  * directory it keeps the group the MDS gave it (the directory's).  A mode
  * with set-ID bits is applied again after the owner (mode 0: a symlink).
  * What already is as asked is not set again: a host acting as the
- * agent's own identity creates with one request to the MDS.  *x is
- * fetched anew when something changed.
+ * agent's own identity creates with one request to the MDS.  What was
+ * set is logged for a regular file (cs_own_log()), in the MDS before the
+ * answer for anything else.  *x is fetched anew when something changed.
  */
 static int cs_own_new(struct ceph_store *s, struct ceph_node *parent,
 		      Inode *in, struct ceph_statx *x, uint32_t uid,
@@ -1639,12 +1661,12 @@ static int cs_own_new(struct ceph_store *s, struct ceph_node *parent,
 	}
 	if (!mask)
 		return 0;
-	/* in the MDS before the answer, as cfs_setattr() says */
-	ret = ceph_ll_sync_inode(s->cm, in, 0);
-	if (ret < 0)
+	ret = ceph_ll_getattr(s->cm, in, x, CS_WANT, AT_SYMLINK_NOFOLLOW,
+			      s->cb->perms);
+	if (ret < 0 || cs_own_log(s, x) == 0)
 		return ret;
-	return ceph_ll_getattr(s->cm, in, x, CS_WANT, AT_SYMLINK_NOFOLLOW,
-			       s->cb->perms);
+	/* in the MDS before the answer, as cfs_setattr() says */
+	return ceph_ll_sync_inode(s->cm, in, 0);
 }
 
 /*

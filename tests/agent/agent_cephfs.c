@@ -536,7 +536,8 @@ static void wlog_run(const char *role, const char *spec, const char *state,
 
 /*
  * The writer: write WL_FILES files through the store (an ordinary open for
- * writing, so through the client's cache and the log), truncate the last
+ * writing, so through the client's cache and the log; each made as
+ * 1234:4321, an owner that is not the agent's), truncate the last
  * one to 0 after its write, set a new file's owner, mode and times and a
  * symlink's owner, then die without a flush or a close, as a SIGKILL
  * would leave it.
@@ -682,8 +683,10 @@ static void wlog_read(const char *spec, const char *state, const char *uuid,
 	fputs(buf, stdout);
 	CHECK(strstr(buf, "replayed 14 writes"), "no replay of the 14 writes "
 	      "not truncated since");
-	CHECK(strstr(buf, "and 3 changes of attributes"), "no replay of the "
-	      "3 SETATTRs of a file's owner, mode and times");
+	/* each file's owner at its create (1234:4321), then 3 SETATTRs */
+	CHECK(strstr(buf, "and 11 changes of attributes"), "no replay of the "
+	      "owners of 8 new files and of 3 SETATTRs of a file's owner, "
+	      "mode and times");
 	s = agent_store_new(b, NULL, &ident);
 	CHECK(s, "session store");
 	OK(agent_store_lookup(s, agent_store_root(s), top, strlen(top), &e));
@@ -694,6 +697,9 @@ static void wlog_read(const char *spec, const char *state, const char *uuid,
 		OK(agent_store_lookup(s, e.handle, name, strlen(name), &fe));
 		CHECK(fe.attr.size == len, "%s: size %llu after the replay, "
 		      "want %zu", name, (unsigned long long)fe.attr.size, len);
+		CHECK(fe.attr.uid == 1234 && fe.attr.gid == 4321,
+		      "%s: owner %u:%u after the replay, want 1234:4321", name,
+		      fe.attr.uid, fe.attr.gid);
 		OK(agent_store_open(s, fe.handle, O_RDONLY, 0, &o));
 		OK(agent_store_file_get(s, o.fh, &f, &fd));
 		memset(want, 'a' + i, 100);
