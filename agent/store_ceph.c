@@ -1514,28 +1514,23 @@ static int cs_setattr(struct ceph_store *s, struct ceph_node *n,
 }
 
 /*
- * Log what a SETATTR made of a regular file's owner, mode or times (a:
- * the attributes after it) instead of waiting for the MDS.  < 0: not
- * logged (no log, not a regular file, a size or a ctime alone, the log
- * full): the caller syncs.  Not a directory: the MDS moves its times
- * itself at every change of its names, and a time this client set and
- * holds dirty went back over them when it reached the MDS (a mkdir in a
- * directory right after a utime of it left its mtime unmoved).
+ * Log the attributes a (those after the change) of mask's fields
+ * (CEPH_SETATTR_*) of a regular file instead of waiting for the MDS.
+ * < 0: not logged (no log, not a regular file, the log full): the caller
+ * syncs.  Not a directory: the MDS moves its times itself at every change
+ * of its names, and a time this client set and holds dirty went back over
+ * them when it reached the MDS (a mkdir in a directory right after a
+ * utime of it left its mtime unmoved).
  */
-static int cs_setattr_log(struct ceph_store *s, uint64_t ino,
-			  const struct bcp_setattr_req *r,
-			  const struct bcp_attr *a)
+static int cs_attr_log(struct ceph_store *s, uint32_t mask,
+		       const struct bcp_attr *a)
 {
 	struct cs_wlog_attr la;
 
-	if (!s->cb->wlog || !S_ISREG(a->mode) ||
-	    (r->valid & BCP_SETATTR_SIZE) ||
-	    !(r->valid & (BCP_SETATTR_UID | BCP_SETATTR_GID |
-			  BCP_SETATTR_MODE | BCP_SETATTR_ATIME |
-			  BCP_SETATTR_MTIME | BCP_SETATTR_ATIME_NOW |
-			  BCP_SETATTR_MTIME_NOW)))
+	if (!s->cb->wlog || !S_ISREG(a->mode))
 		return -EINVAL;
 	memset(&la, 0, sizeof(la));
+	la.mask = mask;
 	la.uid = a->uid;
 	la.gid = a->gid;
 	la.mode = a->mode;
@@ -1543,18 +1538,36 @@ static int cs_setattr_log(struct ceph_store *s, uint64_t ino,
 	la.atime_nsec = a->atime_nsec;
 	la.mtime = a->mtime;
 	la.mtime_nsec = a->mtime_nsec;
+	return cs_wlog_add_attr(s->cb->wlog, a->ino, &la);
+}
+
+/*
+ * Log what a SETATTR made of a regular file's owner, mode or times (a:
+ * the attributes after it; cs_attr_log()).  < 0: not logged (also a size
+ * or a ctime alone): the caller syncs.
+ */
+static int cs_setattr_log(struct ceph_store *s,
+			  const struct bcp_setattr_req *r,
+			  const struct bcp_attr *a)
+{
+	uint32_t mask = 0;
+
+	if (r->valid & BCP_SETATTR_SIZE)
+		return -EINVAL;
 	if (r->valid & BCP_SETATTR_UID)
-		la.mask |= CEPH_SETATTR_UID;
+		mask |= CEPH_SETATTR_UID;
 	if (r->valid & BCP_SETATTR_GID)
-		la.mask |= CEPH_SETATTR_GID;
+		mask |= CEPH_SETATTR_GID;
 	/* a change of owner alone set the set-ID bits again (cs_setattr()) */
 	if (r->valid & (BCP_SETATTR_MODE | BCP_SETATTR_UID | BCP_SETATTR_GID))
-		la.mask |= CEPH_SETATTR_MODE;
+		mask |= CEPH_SETATTR_MODE;
 	if (r->valid & (BCP_SETATTR_ATIME | BCP_SETATTR_ATIME_NOW))
-		la.mask |= CEPH_SETATTR_ATIME;
+		mask |= CEPH_SETATTR_ATIME;
 	if (r->valid & (BCP_SETATTR_MTIME | BCP_SETATTR_MTIME_NOW))
-		la.mask |= CEPH_SETATTR_MTIME;
-	return cs_wlog_add_attr(s->cb->wlog, ino, &la);
+		mask |= CEPH_SETATTR_MTIME;
+	if (!mask)
+		return -EINVAL;
+	return cs_attr_log(s, mask, a);
 }
 
 static int cfs_setattr(struct agent_store *bs,
@@ -1578,7 +1591,7 @@ static int cfs_setattr(struct agent_store *bs,
 	 */
 	if (ret == 0)
 		ret = cfs_getattr(bs, r->handle, 0, out);
-	if (ret == 0 && cs_setattr_log(s, n->ino, r, out) < 0) {
+	if (ret == 0 && cs_setattr_log(s, r, out) < 0) {
 		ret = ceph_ll_sync_inode(s->cm, n->in, 0);
 		/* which also made the cluster have the writes logged before */
 		if (ret == 0 && s->cb->wlog)
@@ -1594,35 +1607,16 @@ static int cfs_setattr(struct agent_store *bs,
 }
 
 /*
- * A new regular file's owner and mode (*x), set by cs_own_new(): logged
- * as a SETATTR's are (cs_setattr_log()), so that a host whose ids are not
- * the agent's creates with one wait for the MDS, not two.  < 0: not
- * logged (no log, not a regular file: a directory's SETATTR waits, as
- * cs_setattr_log() says why; the log full): the caller syncs.
- */
-static int cs_own_log(struct ceph_store *s, const struct ceph_statx *x)
-{
-	struct cs_wlog_attr la;
-
-	if (!s->cb->wlog || !S_ISREG(x->stx_mode))
-		return -EINVAL;
-	memset(&la, 0, sizeof(la));
-	la.mask = CEPH_SETATTR_UID | CEPH_SETATTR_GID | CEPH_SETATTR_MODE;
-	la.uid = x->stx_uid;
-	la.gid = x->stx_gid;
-	la.mode = x->stx_mode;
-	return cs_wlog_add_attr(s->cb->wlog, x->stx_ino, &la);
-}
-
-/*
  * Give a newly made object (in, whose attributes are *x) to the caller,
  * as the session's identity policy maps the ids.  In a set-group-ID
  * directory it keeps the group the MDS gave it (the directory's).  A mode
  * with set-ID bits is applied again after the owner (mode 0: a symlink).
  * What already is as asked is not set again: a host acting as the
  * agent's own identity creates with one request to the MDS.  What was
- * set is logged for a regular file (cs_own_log()), in the MDS before the
- * answer for anything else.  *x is fetched anew when something changed.
+ * set is logged for a regular file (cs_attr_log(): a host whose ids are
+ * not the agent's creates with one wait for the MDS, not two), in the MDS
+ * before the answer for anything else.  *x is fetched anew when something
+ * changed.
  */
 static int cs_own_new(struct ceph_store *s, struct ceph_node *parent,
 		      Inode *in, struct ceph_statx *x, uint32_t uid,
@@ -1630,6 +1624,7 @@ static int cs_own_new(struct ceph_store *s, struct ceph_node *parent,
 {
 	int mask = CEPH_SETATTR_UID | CEPH_SETATTR_GID, ret;
 	struct ceph_statx y;
+	struct bcp_attr a;
 
 	ret = ceph_ll_getattr(s->cm, parent->in, &y, CEPH_STATX_MODE,
 			      AT_SYMLINK_NOFOLLOW, s->cb->perms);
@@ -1663,8 +1658,12 @@ static int cs_own_new(struct ceph_store *s, struct ceph_node *parent,
 		return 0;
 	ret = ceph_ll_getattr(s->cm, in, x, CS_WANT, AT_SYMLINK_NOFOLLOW,
 			      s->cb->perms);
-	if (ret < 0 || cs_own_log(s, x) == 0)
+	if (ret < 0)
 		return ret;
+	cs_attr_fill(x, &a);
+	if (cs_attr_log(s, CEPH_SETATTR_UID | CEPH_SETATTR_GID |
+			CEPH_SETATTR_MODE, &a) == 0)
+		return 0;
 	/* in the MDS before the answer, as cfs_setattr() says */
 	return ceph_ll_sync_inode(s->cm, in, 0);
 }
