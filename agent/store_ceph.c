@@ -151,7 +151,7 @@ struct ceph_backend {
 	size_t nfresh;			/* watches not swept yet */
 	int sweep_stop;
 	int sweeping;			/* the sweeper runs */
-	/* BLUECACHE_CEPH_SWEEP_PAUSE_MS: a wait between list and compare */
+	/* BLUECACHE_CEPH_SWEEP_PAUSE_MS: a wait between read and compare */
 	unsigned int sweep_pause_ms;
 	/* events published, by source (logged at close) */
 	atomic_ulong ev_ino_cb, ev_dentry_cb, ev_sweep, ev_self;
@@ -3231,10 +3231,12 @@ static int cfs_backend_statfs(struct agent_backend *b,
  *
  * Our own sessions publish what they change themselves (cs_pub_*), and
  * mark it here (cs_watch_self()): a change the sweep finds on an object
- * marked since the last sweep is not published again.  A directory's
- * names are marked with what they name since (an object, or nothing):
- * a name the sweep finds naming something else is published all the
- * same (another client replaced what our session had just made there).
+ * marked since the last sweep, or while the last sweep read it (what it
+ * read may be from before the change), is not published again.  A
+ * directory's names are marked with what they name since (an object, or
+ * nothing): a name the sweep finds naming something else is published
+ * all the same (another client replaced what our session had just made
+ * there).
  * A listing read before one of those changes does not show it: the
  * marks are made true in the new listing before it is compared and
  * kept (cs_self_apply()), or a name made here would be told as gone,
@@ -3281,6 +3283,11 @@ struct cs_watch {
 	 */
 	int self, self_all;
 	unsigned int nself;
+	/*
+	 * Marks counted: a sweep whose reading of the object one fell
+	 * beside keeps self (what it read may be from before our change).
+	 */
+	unsigned long self_seq;
 	char *self_names[CS_SELF_MAX];
 	uint64_t self_now[CS_SELF_MAX];
 	/*
@@ -3508,6 +3515,7 @@ static void cs_watch_self(struct ceph_backend *cb, uint64_t ino,
 	w = *cs_watch_slot(cb, ino);
 	if (w) {
 		w->self = 1;
+		w->self_seq++;
 		if (name) {
 			w->self_gen++;
 			clock_gettime(CLOCK_MONOTONIC, &w->self_named);
@@ -3768,8 +3776,8 @@ static void cs_sweep_one(struct ceph_backend *cb, uint64_t ino)
 	struct cs_watch *w;
 	size_t nn = 0;
 	int ret, listed = 0, toobig = 0, attrs, data, was_known, dir;
-	int busy = 0, marks, perm;
-	unsigned long gen0 = 0;
+	int busy = 0, marks, perm, ours;
+	unsigned long gen0 = 0, seq0 = 0;
 	unsigned int want = CEPH_STATX_BASIC_STATS | CEPH_STATX_VERSION;
 	Inode *in;
 
@@ -3788,6 +3796,8 @@ static void cs_sweep_one(struct ceph_backend *cb, uint64_t ino)
 	 */
 	pthread_mutex_lock(&cb->watch_lock);
 	w = *cs_watch_slot(cb, ino);
+	if (w)
+		seq0 = w->self_seq;
 	if (w && w->known && w->isdir && w->listed &&
 	    w->self_gen != w->swept_gen) {
 		busy = 1;
@@ -3852,13 +3862,14 @@ static void cs_sweep_one(struct ceph_backend *cb, uint64_t ino)
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		ret = cs_list(cb, in, &nv, &nn);
 		cs_sweep_slow(&t0, "listing", ino);
-		if (cb->sweep_pause_ms)
-			usleep(cb->sweep_pause_ms * 1000u);
 		if (ret == -E2BIG)
 			toobig = 1;
 		else if (ret < 0)
 			listed = 0;
 	}
+	/* for testing: changes made meanwhile fall between read and compare */
+	if (cb->sweep_pause_ms && (listed || !dir))
+		usleep(cb->sweep_pause_ms * 1000u);
 	pthread_mutex_lock(&cb->watch_lock);
 	w = *cs_watch_slot(cb, ino);
 	if (!w)
@@ -3925,10 +3936,18 @@ static void cs_sweep_one(struct ceph_backend *cb, uint64_t ino)
 	w->x = x;
 	w->known = 1;
 	w->isdir = dir;
+	/*
+	 * A mark made since the getattr above: x may be from before that
+	 * change (its write went between the getattr and now), so the next
+	 * sweep may still find it, and it is still ours.
+	 */
+	ours = w->self_seq != seq0;
 	if (busy)
 		w->self = 0;	/* the names' marks wait for the listing */
 	else
 		cs_self_clear(w);
+	if (ours)
+		w->self = 1;
 out_unlock:
 	pthread_mutex_unlock(&cb->watch_lock);
 	cs_names_free(nv, nn);

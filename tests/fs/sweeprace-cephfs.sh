@@ -17,8 +17,12 @@
 # count follow its names seconds late).  A chmod of that directory by
 # the other client right after is told all the same.
 #
-# The agent waits BLUECACHE_CEPH_SWEEP_PAUSE_MS between reading a
-# directory and comparing it, so that most changes fall in between.  Two
+# The agent waits BLUECACHE_CEPH_SWEEP_PAUSE_MS between reading a held
+# object (a directory's listing, a file's attributes) and comparing it,
+# so that most changes fall in between.  First mount 1 writes a file
+# again and again: attributes the sweep read before one of those writes
+# must not be kept as what it saw last (the next sweep then told the
+# mount of its own write, and it dropped the file's pages).  Then two
 # mounts of one agent, both holding a directory: mount 1 makes a
 # directory in it, mount 2 looks it up,
 # and after the sweeps mount 1 must still create in it, stat it and list
@@ -43,6 +47,20 @@ PYTHONDONTWRITEBYTECODE=1 timeout 300 python3 - "$m1" "$m2" <<'PY' ||
 import os, sys, time
 m1, m2 = sys.argv[1] + "/top", sys.argv[2] + "/top"
 bad = 0
+# a file mount 1 goes on writing while the sweep waits between reading
+# its attributes and comparing them: the last write falls in such a
+# wait, and the attributes read before it must not be kept as what the
+# sweep saw last, or the next sweep tells mount 1 of its own write
+f = os.path.join(sys.argv[1], "written")
+with open(f, "wb") as fh:
+    fh.write(b"w")
+time.sleep(1.5)
+for i in range(20):
+    with open(f, "r+b") as fh:
+        fh.write(b"%02d" % i)
+    time.sleep(0.1)
+# a sweep's pause (0.6 s) plus two sweeps
+time.sleep(1.5)
 # a directory both mounts hold, which the store's sweep lists
 os.mkdir(m1)
 os.listdir(m1)
