@@ -1515,19 +1515,15 @@ static int cs_setattr(struct ceph_store *s, struct ceph_node *n,
 
 /*
  * Log the attributes a (those after the change) of mask's fields
- * (CEPH_SETATTR_*) of a regular file instead of waiting for the MDS.
- * < 0: not logged (no log, not a regular file, the log full): the caller
- * syncs.  Not a directory: the MDS moves its times itself at every change
- * of its names, and a time this client set and holds dirty went back over
- * them when it reached the MDS (a mkdir in a directory right after a
- * utime of it left its mtime unmoved).
+ * (CEPH_SETATTR_*) instead of waiting for the MDS.  < 0: not logged (no
+ * log, the log full): the caller syncs.
  */
 static int cs_attr_log(struct ceph_store *s, uint32_t mask,
 		       const struct bcp_attr *a)
 {
 	struct cs_wlog_attr la;
 
-	if (!s->cb->wlog || !S_ISREG(a->mode))
+	if (!s->cb->wlog)
 		return -EINVAL;
 	memset(&la, 0, sizeof(la));
 	la.mask = mask;
@@ -1544,7 +1540,11 @@ static int cs_attr_log(struct ceph_store *s, uint32_t mask,
 /*
  * Log what a SETATTR made of a regular file's owner, mode or times (a:
  * the attributes after it; cs_attr_log()).  < 0: not logged (also a size
- * or a ctime alone): the caller syncs.
+ * or a ctime alone, or not a regular file): the caller syncs.  Not a
+ * directory: the MDS moves its times itself at every change of its
+ * names, and a time this client set and holds dirty went back over them
+ * when it reached the MDS (a mkdir in a directory right after a utime of
+ * it left its mtime unmoved).
  */
 static int cs_setattr_log(struct ceph_store *s,
 			  const struct bcp_setattr_req *r,
@@ -1552,7 +1552,7 @@ static int cs_setattr_log(struct ceph_store *s,
 {
 	uint32_t mask = 0;
 
-	if (r->valid & BCP_SETATTR_SIZE)
+	if ((r->valid & BCP_SETATTR_SIZE) || !S_ISREG(a->mode))
 		return -EINVAL;
 	if (r->valid & BCP_SETATTR_UID)
 		mask |= CEPH_SETATTR_UID;
@@ -1613,10 +1613,12 @@ static int cfs_setattr(struct agent_store *bs,
  * with set-ID bits is applied again after the owner (mode 0: a symlink).
  * What already is as asked is not set again: a host acting as the
  * agent's own identity creates with one request to the MDS.  What was
- * set is logged for a regular file (cs_attr_log(): a host whose ids are
- * not the agent's creates with one wait for the MDS, not two), in the MDS
- * before the answer for anything else.  *x is fetched anew when something
- * changed.
+ * set is logged (cs_attr_log(): a host whose ids are not the agent's
+ * creates with one wait for the MDS, not two), of any kind of object:
+ * owner and mode are the client's to hold (the Ax capability), not
+ * moved by the MDS as a directory's times are (cs_setattr_log()).  In
+ * the MDS before the answer when the log cannot take it.  *x is fetched
+ * anew when something changed.
  */
 static int cs_own_new(struct ceph_store *s, struct ceph_node *parent,
 		      Inode *in, struct ceph_statx *x, uint32_t uid,

@@ -539,8 +539,8 @@ static void wlog_run(const char *role, const char *spec, const char *state,
  * writing, so through the client's cache and the log; each made as
  * 1234:4321, an owner that is not the agent's), truncate the last
  * one to 0 after its write, set a new file's owner, mode and times and a
- * symlink's owner, then die without a flush or a close, as a SIGKILL
- * would leave it.
+ * symlink's owner, make a directory and a symlink as 1234:4321, then die
+ * without a flush or a close, as a SIGKILL would leave it.
  */
 static void wlog_write(const char *spec, const char *state, const char *uuid,
 		       const char *top)
@@ -608,6 +608,21 @@ static void wlog_write(const char *spec, const char *state, const char *uuid,
 		sr.valid = BCP_SETATTR_UID;
 		sr.uid = 3456;
 		OK(agent_store_setattr(s, &sr, &a));
+	}
+	/* a directory and a symlink a host user made: their owner logged */
+	{
+		struct bcp_mkdir_req mr = {
+			.parent = dir, .mode = 02750, .uid = 1234,
+			.gid = 4321, .name_len = 3,
+		};
+		struct bcp_symlink_req lr = {
+			.parent = dir, .uid = 1234, .gid = 4321,
+			.name_len = 5, .target_len = 3,
+		};
+		struct bcp_entry l;
+
+		OK(agent_store_mkdir(s, &mr, "dir", &l));
+		OK(agent_store_symlink(s, &lr, "link2", "dir", &l));
 	}
 	_exit(0);
 }
@@ -683,10 +698,14 @@ static void wlog_read(const char *spec, const char *state, const char *uuid,
 	fputs(buf, stdout);
 	CHECK(strstr(buf, "replayed 14 writes"), "no replay of the 14 writes "
 	      "not truncated since");
-	/* each file's owner at its create (1234:4321), then 3 SETATTRs */
-	CHECK(strstr(buf, "and 11 changes of attributes"), "no replay of the "
-	      "owners of 8 new files and of 3 SETATTRs of a file's owner, "
-	      "mode and times");
+	/*
+	 * each file's owner at its create (1234:4321), 3 SETATTRs, the new
+	 * directory's and symlink's owners
+	 */
+	CHECK(strstr(buf, "and 13 changes of attributes"), "no replay of the "
+	      "owners of 8 new files, of 3 SETATTRs of a file's owner, "
+	      "mode and times, and of a new directory's and symlink's "
+	      "owners");
 	s = agent_store_new(b, NULL, &ident);
 	CHECK(s, "session store");
 	OK(agent_store_lookup(s, agent_store_root(s), top, strlen(top), &e));
@@ -726,6 +745,18 @@ static void wlog_read(const char *spec, const char *state, const char *uuid,
 	      "link after the replay: uid %u mode %o", fe.attr.uid,
 	      fe.attr.mode);
 	OK(agent_store_unlink(s, e.handle, "link", 4, 0));
+	OK(agent_store_lookup(s, e.handle, "dir", 3, &fe));
+	CHECK(fe.attr.uid == 1234 && fe.attr.gid == 4321 &&
+	      S_ISDIR(fe.attr.mode) && (fe.attr.mode & 07777) == 02750,
+	      "dir after the replay: owner %u:%u mode %o", fe.attr.uid,
+	      fe.attr.gid, fe.attr.mode);
+	OK(agent_store_unlink(s, e.handle, "dir", 3, 1));
+	OK(agent_store_lookup(s, e.handle, "link2", 5, &fe));
+	CHECK(fe.attr.uid == 1234 && fe.attr.gid == 4321 &&
+	      S_ISLNK(fe.attr.mode),
+	      "link2 after the replay: owner %u:%u mode %o", fe.attr.uid,
+	      fe.attr.gid, fe.attr.mode);
+	OK(agent_store_unlink(s, e.handle, "link2", 5, 0));
 	OK(agent_store_unlink(s, agent_store_root(s), top, strlen(top), 1));
 	agent_store_destroy(s);
 	agent_backend_close(b);
