@@ -473,6 +473,15 @@ void bcfs_attr_to_stat(const struct bcp_attr *a, struct stat *st);
  * rep's tails point into it until the thread's next call.
  */
 int bcfs_call(struct bcp_msg *req, struct bcp_msg *rep);
+/*
+ * Moves whenever a request of this mount that may change what the agent
+ * lists or describes begins or ends (and with bcfs_peek_wgen()); a reply
+ * read while it stood still knows of every change this mount made.
+ */
+uint64_t bcfs_change_gen(void);
+
+/* ops_dir.c: listings read ahead; a reconnect drops those read */
+void bcfs_rda_resumed(void);
 
 /*
  * A request answered from its reply on the client library's receiver
@@ -495,6 +504,7 @@ struct bcfs_acall {
 	uint32_t gen;
 	uint64_t ngen;			/* bcfs_notify_gen() when sent */
 	uint64_t xepoch;		/* bcfs_xattr_epoch() when sent */
+	int changes;			/* counted by bcfs_change_gen() */
 	/* dattr.c: the directories the request changes, and tickets */
 	uint64_t dir, dir2;
 	uint32_t dticket, dticket2;

@@ -18,6 +18,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,11 +93,57 @@ static void bcfs_acall_put(struct bcfs_acall *a)
 	pthread_mutex_unlock(&bcfs_acall_lock);
 }
 
+/*
+ * Changes this mount asked the agent for, begun or ended (atomic): with
+ * bcfs_peek_wgen() (changes of file data), what bcfs_change_gen() counts.
+ */
+static uint64_t bcfs_changes;
+
+/* Whether m may change what the agent would list or describe. */
+static int bcfs_msg_changes(const struct bcp_msg *m)
+{
+	switch (m->hdr.opcode) {
+	case BCP_OP_LOOKUP:
+	case BCP_OP_GETATTR:
+	case BCP_OP_READLINK:
+	case BCP_OP_RELEASE:
+	case BCP_OP_OPENDIR:
+	case BCP_OP_RELEASEDIR:
+	case BCP_OP_READDIR:
+	case BCP_OP_STATFS:
+	case BCP_OP_FSYNC:
+	case BCP_OP_FSYNCDIR:
+	case BCP_OP_GETXATTR:
+	case BCP_OP_LISTXATTR:
+	case BCP_OP_FORGET:
+	case BCP_OP_LSEEK:
+	case BCP_OP_PING:
+		return 0;
+	case BCP_OP_OPEN:
+		return !!(m->u.open_req.flags & O_TRUNC);
+	}
+	return 1;
+}
+
+static void bcfs_change_mark(void)
+{
+	__atomic_add_fetch(&bcfs_changes, 1, __ATOMIC_ACQ_REL);
+}
+
+uint64_t bcfs_change_gen(void)
+{
+	return __atomic_load_n(&bcfs_changes, __ATOMIC_ACQUIRE) +
+	       bcfs_peek_wgen();
+}
+
 /* On the receiver thread: answer the kernel, give the context back. */
 static void bcfs_acall_done(struct bcp_call *call, int result)
 {
 	struct bcfs_acall *a = call->priv;
 
+	/* before the kernel learns of it (ops_dir.c: read-ahead) */
+	if (a->changes)
+		bcfs_change_mark();
 	bcfs_metrics_end(&a->mt, result);
 	a->answer(a, result);
 	bcfs_acall_put(a);
@@ -115,6 +162,9 @@ void bcfs_acall_send(struct bcfs_acall *a, fuse_req_t req, struct bcp_msg *m,
 	a->call.priv = a;
 	a->ngen = bcfs_notify_gen();
 	a->xepoch = bcfs_xattr_epoch();
+	a->changes = bcfs_msg_changes(m);
+	if (a->changes)
+		bcfs_change_mark();
 	bcfs_metrics_begin(&a->mt, m->hdr.opcode);
 	ret = bcp_client_call_async(bcfs_g.client, m, &a->call);
 	if (ret < 0)
@@ -319,14 +369,18 @@ void bcfs_call_reply(fuse_req_t req, struct bcp_msg *m, enum bcfs_reply kind,
 int bcfs_call(struct bcp_msg *req, struct bcp_msg *rep)
 {
 	void *rbuf = bcfs_rbuf();
+	int ret, changes = bcfs_msg_changes(req);
 	struct bcfs_mtimer t;
-	int ret;
 
 	if (!rbuf)
 		return -ENOMEM;
+	if (changes)
+		bcfs_change_mark();
 	bcfs_metrics_begin(&t, req->hdr.opcode);
 	ret = bcp_client_call(bcfs_g.client, req, rep, rbuf, BCP_FRAME_MAX);
 	bcfs_metrics_end(&t, ret);
+	if (changes)
+		bcfs_change_mark();
 	return ret;
 }
 

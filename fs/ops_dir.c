@@ -8,6 +8,22 @@
  * kernel's lookup count mirrors it (inode.c).  readdirplus entries that do
  * not fit into the kernel's buffer, or that the kernel never received, are
  * given back to the agent at once.
+ *
+ * Read-ahead: once the kernel took a part of a listing that did not end
+ * it, the next part is asked for at once (bcfs_rda_send), so that the
+ * agent reads it while the kernel takes in the last one and its caller
+ * looks at the entries; the kernel's next READDIR(PLUS) from that cookie
+ * is answered from it.  A part read ahead serves only while what it says
+ * is as new as what the agent would say then: no change this mount asked
+ * for began or ended since it went out (bcfs_change_gen(); a change
+ * other sessions made comes as a notification, which the entries' cache
+ * timeouts heed as for any reply), it has attributes if they are asked
+ * for (a part with them answers a READDIR without, and gives their
+ * references back), and the connection it came on is the one up.  Otherwise its entries'
+ * references go back to the agent and the kernel's request goes out as
+ * usual.  At most one part per open directory is ahead, in a fixed set
+ * of BCFS_RDA_SLOTS (each with a reply buffer, allocated at first use).
+ * Locks: bcfs_rda_lock is a leaf; no FORGET is queued under it.
  */
 #include "config.h"
 
@@ -327,6 +343,207 @@ static void bcfs_readdir_unref(const struct bcp_msg *r, uint32_t from)
 	}
 }
 
+/* ---- read-ahead ------------------------------------------------------ */
+
+#define BCFS_RDA_SLOTS	8
+
+enum bcfs_rda_state {
+	BCFS_RDA_FREE,
+	BCFS_RDA_SENT,		/* asked for; the reply fills call */
+	BCFS_RDA_DONE,		/* answered (result), to be taken */
+	BCFS_RDA_GONE,		/* asked for, nobody wants it: the reply frees */
+	BCFS_RDA_TAKEN,		/* a FUSE thread answers from it or drops it */
+};
+
+struct bcfs_rda {
+	enum bcfs_rda_state state;
+	int result;
+	int plus;
+	uint64_t fh;
+	uint64_t cookie;	/* where it starts */
+	uint64_t ngen;		/* bcfs_notify_gen() when it went out */
+	uint64_t xepoch;	/* bcfs_xattr_epoch() then */
+	uint64_t cgen;		/* bcfs_change_gen() then */
+	struct bcp_call call;
+	struct bcfs_mtimer mt;
+	void *buf;		/* BCP_FRAME_MAX bytes */
+};
+
+static pthread_mutex_t bcfs_rda_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t bcfs_rda_cond = PTHREAD_COND_INITIALIZER;
+/* protected by bcfs_rda_lock */
+static struct bcfs_rda bcfs_rdas[BCFS_RDA_SLOTS];
+
+/* The slot ahead for fh (sent or answered), or NULL.  Under the lock. */
+static struct bcfs_rda *bcfs_rda_find_locked(uint64_t fh)
+{
+	unsigned int i;
+
+	for (i = 0; i < BCFS_RDA_SLOTS; i++) {
+		struct bcfs_rda *p = &bcfs_rdas[i];
+
+		if ((p->state == BCFS_RDA_SENT || p->state == BCFS_RDA_DONE) &&
+		    p->fh == fh)
+			return p;
+	}
+	return NULL;
+}
+
+static void bcfs_rda_free(struct bcfs_rda *p)
+{
+	pthread_mutex_lock(&bcfs_rda_lock);
+	p->state = BCFS_RDA_FREE;
+	pthread_mutex_unlock(&bcfs_rda_lock);
+}
+
+/* A taken slot nobody answers from: its references go back. */
+static void bcfs_rda_drop(struct bcfs_rda *p)
+{
+	if (p->result == 0 && p->plus)
+		bcfs_readdir_unref(&p->call.rep, 0);
+	bcfs_rda_free(p);
+}
+
+/* On the receiver thread. */
+static void bcfs_rda_done(struct bcp_call *call, int result)
+{
+	struct bcfs_rda *p = call->priv;
+	int gone;
+
+	bcfs_metrics_end(&p->mt, result);
+	pthread_mutex_lock(&bcfs_rda_lock);
+	p->result = result;
+	gone = p->state == BCFS_RDA_GONE;
+	p->state = gone ? BCFS_RDA_TAKEN : BCFS_RDA_DONE;
+	pthread_cond_broadcast(&bcfs_rda_cond);
+	pthread_mutex_unlock(&bcfs_rda_lock);
+	if (gone)
+		bcfs_rda_drop(p);	/* FORGET never waits on this thread */
+}
+
+/* Ask for the part of the listing of fh from cookie on. */
+static void bcfs_rda_send(uint64_t handle, uint64_t fh, uint64_t cookie,
+			  uint32_t max_bytes, int plus)
+{
+	struct bcfs_rda *p = NULL;
+	struct bcp_msg m;
+	unsigned int i;
+	int ret;
+
+	pthread_mutex_lock(&bcfs_rda_lock);
+	for (i = 0; i < BCFS_RDA_SLOTS && !p; i++) {
+		if (bcfs_rdas[i].state != BCFS_RDA_FREE)
+			continue;
+		if (!bcfs_rdas[i].buf)
+			bcfs_rdas[i].buf = malloc(BCP_FRAME_MAX);
+		if (bcfs_rdas[i].buf)
+			p = &bcfs_rdas[i];
+	}
+	if (!p) {
+		pthread_mutex_unlock(&bcfs_rda_lock);
+		return;
+	}
+	p->state = BCFS_RDA_SENT;
+	p->fh = fh;
+	p->cookie = cookie;
+	p->plus = plus;
+	p->result = 0;
+	/* before it goes out: what ends after counts against it */
+	p->ngen = bcfs_notify_gen();
+	p->xepoch = bcfs_xattr_epoch();
+	p->cgen = bcfs_change_gen();
+	pthread_mutex_unlock(&bcfs_rda_lock);
+
+	bcfs_msg(&m, BCP_OP_READDIR);
+	m.u.readdir_req.handle = handle;
+	m.u.readdir_req.fh = fh;
+	m.u.readdir_req.cookie = cookie;
+	m.u.readdir_req.max_bytes = max_bytes;
+	m.u.readdir_req.flags = plus ? BCP_READDIR_PLUS : 0;
+	memset(&p->call.rep, 0, sizeof(p->call.rep));
+	p->call.rbuf = p->buf;
+	p->call.rcap = BCP_FRAME_MAX;
+	p->call.done = bcfs_rda_done;
+	p->call.priv = p;
+	bcfs_metrics_begin(&p->mt, BCP_OP_READDIR);
+	ret = bcp_client_call_async(bcfs_g.client, &m, &p->call);
+	if (ret < 0)
+		bcfs_rda_done(&p->call, ret);
+}
+
+/*
+ * The part read ahead for fh that answers a READDIR(PLUS) from off, taken
+ * (give it back with bcfs_rda_free), or NULL; one that does not answer
+ * it is given up.
+ */
+static struct bcfs_rda *bcfs_rda_take(uint64_t fh, uint64_t off, int plus)
+{
+	struct bcfs_rda *p;
+	int fits;
+
+	pthread_mutex_lock(&bcfs_rda_lock);
+	p = bcfs_rda_find_locked(fh);
+	if (!p) {
+		pthread_mutex_unlock(&bcfs_rda_lock);
+		return NULL;
+	}
+	/* a part with attributes answers a READDIR without them too */
+	fits = p->cookie == (uint64_t)off && (p->plus || !plus);
+	/*
+	 * Wait for it even when it does not answer: the agent reads a
+	 * directory from the position of its one descriptor, and two
+	 * READDIRs of one fh at once would each move it under the other.
+	 */
+	while (p->state == BCFS_RDA_SENT)
+		pthread_cond_wait(&bcfs_rda_cond, &bcfs_rda_lock);
+	if (p->state != BCFS_RDA_DONE) {
+		/* dropped by a reconnect meanwhile */
+		pthread_mutex_unlock(&bcfs_rda_lock);
+		return NULL;
+	}
+	p->state = BCFS_RDA_TAKEN;
+	pthread_mutex_unlock(&bcfs_rda_lock);
+	if (fits && p->result == 0 && p->cgen == bcfs_change_gen())
+		return p;
+	bcfs_rda_drop(p);
+	return NULL;
+}
+
+/* RELEASEDIR: what was read ahead for fh goes back. */
+static void bcfs_rda_release(uint64_t fh)
+{
+	struct bcfs_rda *p;
+
+	pthread_mutex_lock(&bcfs_rda_lock);
+	p = bcfs_rda_find_locked(fh);
+	if (p && p->state == BCFS_RDA_SENT) {
+		p->state = BCFS_RDA_GONE;
+		p = NULL;
+	} else if (p) {
+		p->state = BCFS_RDA_TAKEN;
+	}
+	pthread_mutex_unlock(&bcfs_rda_lock);
+	if (p)
+		bcfs_rda_drop(p);
+}
+
+/*
+ * On the reconnect thread, once the receiver of the lost connection is
+ * gone: the references of parts answered on it went with it.  Parts still
+ * asked for are answered on the new connection, or fail.
+ */
+void bcfs_rda_resumed(void)
+{
+	unsigned int i;
+
+	pthread_mutex_lock(&bcfs_rda_lock);
+	for (i = 0; i < BCFS_RDA_SLOTS; i++)
+		if (bcfs_rdas[i].state == BCFS_RDA_DONE)
+			bcfs_rdas[i].state = BCFS_RDA_FREE;
+	pthread_mutex_unlock(&bcfs_rda_lock);
+}
+
+
 static void bcfs_readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 				off_t off, struct fuse_file_info *fi,
 				int plus)
@@ -338,9 +555,10 @@ static void bcfs_readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 	struct bcp_msg m, r;
 	uint64_t parent = bcfs_handle(ino);
 	uint32_t max_bytes, n = 0;
-	uint64_t ngen, xepoch;
+	uint64_t ngen, xepoch, next = 0;
 	size_t pos = 0, ent;
-	int ret, full = 0, bad;
+	int ret, full = 0, bad, rplus = plus;
+	struct bcfs_rda *ahead;
 	char *buf;
 
 	buf = bcfs_dbuf();
@@ -354,22 +572,30 @@ static void bcfs_readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 	max_bytes = plus ? size * 3 / 4 : size;
 	if (max_bytes > BCP_READDIR_MAX)
 		max_bytes = BCP_READDIR_MAX;
-	bcfs_msg(&m, BCP_OP_READDIR);
-	m.u.readdir_req.handle = parent;
-	m.u.readdir_req.fh = fi->fh;
-	m.u.readdir_req.cookie = off;
-	m.u.readdir_req.max_bytes = max_bytes;
-	m.u.readdir_req.flags = plus ? BCP_READDIR_PLUS : 0;
-	ngen = bcfs_notify_gen();
-	xepoch = bcfs_xattr_epoch();
-	ret = bcfs_call(&m, &r);
-	if (ret) {
-		bcfs_reply_status(req, ret);
-		return;
+	ahead = bcfs_rda_take(fi->fh, (uint64_t)off, plus);
+	if (ahead) {
+		r = ahead->call.rep;
+		rplus = ahead->plus;
+		ngen = ahead->ngen;
+		xepoch = ahead->xepoch;
+	} else {
+		bcfs_msg(&m, BCP_OP_READDIR);
+		m.u.readdir_req.handle = parent;
+		m.u.readdir_req.fh = fi->fh;
+		m.u.readdir_req.cookie = off;
+		m.u.readdir_req.max_bytes = max_bytes;
+		m.u.readdir_req.flags = plus ? BCP_READDIR_PLUS : 0;
+		ngen = bcfs_notify_gen();
+		xepoch = bcfs_xattr_epoch();
+		ret = bcfs_call(&m, &r);
+		if (ret) {
+			bcfs_reply_status(req, ret);
+			return;
+		}
 	}
 	if (off == 0 && bcfs_listings_kept())
 		bcfs_inode_listed(parent);
-	while (bcp_dirent_next(&r, plus, &it, &v) == 1) {
+	while (bcp_dirent_next(&r, rplus, &it, &v) == 1) {
 		memcpy(name, v.name, v.d.name_len);
 		name[v.d.name_len] = '\0';
 		if (!plus) {
@@ -407,9 +633,10 @@ static void bcfs_readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 		}
 		pos += ent;
 		n++;
+		next = v.d.cookie;
 	}
-	if (plus)
-		bcfs_readdir_unref(&r, n);
+	if (rplus)
+		bcfs_readdir_unref(&r, plus ? n : 0);
 	/*
 	 * Entries that do not parse (or in the other form than asked for)
 	 * would end the listing early as if the directory ended there.
@@ -419,6 +646,9 @@ static void bcfs_readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 		bcfs_err("the agent's READDIR reply does not parse after %u of "
 			 "%u entries", it.idx, r.u.readdir_rep.count);
 		fuse_reply_err(req, EIO);
+	} else if (n && (full || !r.u.readdir_rep.eof)) {
+		/* the next part, while the kernel takes in this one */
+		bcfs_rda_send(parent, fi->fh, next, max_bytes, plus);
 	}
 	if ((bad || fuse_reply_buf(req, buf, pos)) && plus) {
 		/* the kernel took none of the n it was given */
@@ -432,6 +662,8 @@ static void bcfs_readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 			bcfs_inode_forget(v.entry.handle, 1);
 		}
 	}
+	if (ahead)
+		bcfs_rda_free(ahead);
 }
 
 void bcfs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -452,6 +684,7 @@ void bcfs_op_releasedir(fuse_req_t req, fuse_ino_t ino,
 	struct bcp_msg m;
 
 	bcfs_open_del(fi->fh);
+	bcfs_rda_release(fi->fh);
 	bcfs_msg(&m, BCP_OP_RELEASEDIR);
 	m.u.node_req.handle = bcfs_handle(ino);
 	m.u.node_req.fh = fi->fh;

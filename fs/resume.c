@@ -145,6 +145,7 @@ int bcfs_resume(struct bcp_client *c, void *arg)
 	int ret;
 
 	(void)arg;
+	bcfs_rda_resumed();
 	if (!(bcp_client_hello(c)->features & BCP_FEAT_RESUME)) {
 		/* the root is always the same handle; the rest is lost */
 		if (!said++)

@@ -16,7 +16,11 @@
 #     listed through mount 2 within entry_timeout (a kept listing is never
 #     older than the names it brought);
 #   - seekdir back to a telldir position of a kept listing reads the same
-#     names on.
+#     names on;
+#   - the next part of a listing, read ahead while the kernel takes in
+#     one, is whole, and is not what the kernel is told of a name this
+#     mount changed (chmod and a write, an unlink) after it was read;
+#     read ahead with attributes, it answers a READDIR without them.
 . "$(dirname "$0")/lib.sh"
 bcf_init
 command -v python3 >/dev/null 2>&1 || bcf_skip "python3 is missing"
@@ -173,6 +177,114 @@ for k in range(2):		# filled, then kept
     if not tail or tail != again:
         fail("listing %d: %d names after telldir, %d after seekdir there"
              % (k, len(tail), len(again)))
+
+# read ahead: each getdents64 is one READDIR(PLUS) part; the next part is
+# read while this mount changes a name in it
+libc.syscall.restype = ctypes.c_long
+SYS_getdents64 = 217
+
+def getdents(fd):
+    buf = ctypes.create_string_buffer(32768)
+    n = libc.syscall(SYS_getdents64, fd, buf, len(buf))
+    if n < 0:
+        fail("getdents64: errno %d" % ctypes.get_errno())
+        return None
+    out, pos = [], 0
+    while pos < n:
+        reclen = int.from_bytes(buf.raw[pos + 16:pos + 18], "little")
+        name = buf.raw[pos + OFF_NAME:pos + reclen].split(b"\0")[0]
+        out.append(name.decode())
+        pos += reclen
+    return out
+
+big = os.path.join(m1, "big")
+os.mkdir(big)
+many = ["b%04d" % i for i in range(1500)]
+for n in many:
+    open(os.path.join(big, n), "w").close()
+order = os.listdir(os.path.join(back, "big"))	# the agent's order
+
+def write_file(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+
+def look(names):
+    # as ls -l: the kernel then asks for the next part with attributes
+    for n in names:
+        if n not in (".", ".."):
+            os.lstat(os.path.join(big, n))
+
+def parts(act):
+    fd = os.open(big, os.O_RDONLY | os.O_DIRECTORY)
+    first = getdents(fd)
+    look(first)
+    got = list(first)
+    victim = None
+    last = [n for n in first if n in order]
+    if act and last:
+        i = order.index(last[-1]) + 1
+        if i < len(order):
+            victim = order[i]	# the first name of the part read ahead
+            time.sleep(0.3)
+            act(victim)
+    while True:
+        more = getdents(fd)
+        if not more:
+            break
+        look(n for n in more if n != victim)
+        got += more
+    os.close(fd)
+    return got, victim
+
+for k, (what, act, check_victim) in enumerate([
+        ("nothing", None, None),
+        ("a chmod and a write",
+         lambda v: (os.chmod(os.path.join(big, v), 0o600),
+                    write_file(os.path.join(big, v), b"changed")),
+         lambda st, v: st is not None and
+         (st.st_mode & 0o7777, st.st_size) == (0o600, 7)),
+        ("an unlink", lambda v: os.unlink(os.path.join(big, v)),
+         lambda st, v: st is None)]):
+    # a change to the directory drops the listing the kernel kept
+    open(os.path.join(big, "bump%d" % k), "w").close()
+    order = os.listdir(os.path.join(back, "big"))
+    want = sorted(order + [".", ".."])
+    got, victim = parts(act)
+    if act is None:
+        if sorted(got) != want:
+            fail("a listing of %d names read in parts: %d names, %d "
+                 "missing, %d twice" % (len(want), len(got),
+                                        len(set(want) - set(got)),
+                                        len(got) - len(set(got))))
+        continue
+    if victim is None:
+        fail("%s: the first part held the whole listing" % what)
+        continue
+    try:
+        st = os.lstat(os.path.join(big, victim))
+    except FileNotFoundError:
+        st = None
+    if not check_victim(st, victim):
+        fail("after %s of %s between two parts of its listing, it is %s"
+             % (what, victim, "gone" if st is None else
+                "mode %o size %d" % (st.st_mode & 0o7777, st.st_size)))
+
+# as ls: nobody looks at the names, so the kernel asks for the parts after
+# the first without attributes; the part read ahead with them answers
+open(os.path.join(big, "bump-ls"), "w").close()
+want = sorted(os.listdir(os.path.join(back, "big")) + [".", ".."])
+fd = os.open(big, os.O_RDONLY | os.O_DIRECTORY)
+got = []
+while True:
+    more = getdents(fd)
+    if not more:
+        break
+    got += more
+os.close(fd)
+if sorted(got) != want:
+    fail("a listing of %d names nobody looked at: %d names, %d missing, "
+         "%d twice" % (len(want), len(got), len(set(want) - set(got)),
+                       len(got) - len(set(got))))
 sys.exit(fscheck.status())
 PY
 bcf_umount
