@@ -2245,24 +2245,42 @@ static int posix_call_begin(struct agent_store *bs, const struct bcp_msg *m,
 }
 
 /*
- * READDIR: read entries from the cookie on, as many as the buffer takes.
- * An error after some entries were read is still an error: a listing that
- * silently ends early would look complete.
+ * READDIR: read entries from the cookie on, as many as the reply can carry
+ * (max_bytes, counted as they go on the wire) and the buffer takes, a
+ * step at a time: a part with attributes carries about 120 entries, and
+ * reading the whole buffer for it (2000 short names) made the directory's
+ * file system walk every entry of a big listing a dozen times.  An error
+ * after some entries were read is still an error: a listing that silently
+ * ends early would look complete.
  */
+#define STORE_DENTS_STEP	(8u * 1024)
+
 static long store_call_getdents(struct agent_store_call *c)
 {
-	size_t room;
+	int plus = !!(c->rd.flags & BCP_READDIR_PLUS);
+	size_t room, pos, wire = 0, want = c->rd.max_bytes;
 	long n;
 
+	if (want > BCP_READDIR_MAX)
+		want = BCP_READDIR_MAX;
 	if (lseek(c->fd, (off_t)c->rd.cookie, SEEK_SET) < 0)
 		return -errno;
-	while ((room = c->cap - c->nread) >= 1024) {
+	while ((room = c->cap - c->nread) >= 1024 && wire <= want) {
+		if (room > STORE_DENTS_STEP)
+			room = STORE_DENTS_STEP;
 		n = syscall(SYS_getdents64, c->fd, c->buf + c->nread, room);
 		if (n < 0)
 			return -errno;
 		if (n == 0) {
 			c->eof = 1;
 			break;
+		}
+		for (pos = c->nread; pos < c->nread + (size_t)n;) {
+			struct linux_dirent64 *d = (void *)(c->buf + pos);
+
+			wire += bcp_dirent_size(plus, strnlen(d->d_name,
+							      d->d_reclen));
+			pos += d->d_reclen;
 		}
 		c->nread += (size_t)n;
 	}
