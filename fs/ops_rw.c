@@ -556,6 +556,8 @@ static void bcfs_answer_create(struct bcfs_acall *a, int result)
 		return;
 	}
 	bcfs_inode_open_update(c->entry.handle, &c->entry.attr);
+	/* no xattrs at all: its ACL is not asked for either (ops_xattr.c) */
+	bcfs_xattr_hint(&c->entry, &e, a->xepoch);
 	/*
 	 * A file the agent made (it says so, or O_EXCL) has no file
 	 * capabilities: its first write needn't ask.  (Without O_EXCL and

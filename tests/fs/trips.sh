@@ -28,6 +28,10 @@
 #     a first ls -l through mount 3 asks only for the names that have
 #     xattrs, and reads every label set here, through
 #     mount 2 or in the store;
+#   - a file made here asks the agent no GETXATTR before the first
+#     write of another user (its ACL, which the kernel asks for when the
+#     writer is not the owner, as for root squashed over tcp, nor
+#     security.capability), made with O_EXCL or not;
 #   - cephfs: a stream of creates into one directory costs the MDS no
 #     lookups, a fast one (3000 creates) or a slow one (50 a second);
 #     and rm -rf of files another Ceph client read does not make the
@@ -472,6 +476,31 @@ for i in range(100):
     if got != labels.get(name):
         fail("%s's security.selinux through mount 3 after ls -l: %r, "
              "not %r" % (name, got, labels.get(name)))
+
+# --- a file made here asks the agent no GETXATTR -----------------------
+# before a write the kernel asks for the file's ACL when the writer is
+# not its owner (root squashed over tcp writes to files nobody owns), and
+# for security.capability; the CREATE's entry says a new file has none
+c = m1 + "/made"
+os.mkdir(c)
+mask = os.umask(0)
+x0 = requests("getxattr")
+for i in range(100):
+    fd = os.open("%s/f%03d" % (c, i), os.O_WRONLY | os.O_CREAT |
+                 (os.O_EXCL if i % 2 else 0), 0o666)
+    os.close(fd)
+os.umask(mask)
+subprocess.run(["setpriv", "--reuid", "1000", "--regid", "1000",
+                "--clear-groups", sys.executable, "-c",
+                "import sys\nfor i in range(100):\n"
+                "    open('%s/f%03d' % (sys.argv[1], i), 'ab').write(b'x')",
+                c], check=True)
+n = requests("getxattr") - x0
+print("GETXATTRs for 100 files made here and written by another user: %d"
+      % n)
+if n > 5:
+    fail("100 files made here and written by another user asked the "
+         "agent %d GETXATTRs" % n)
 sys.exit(fscheck.status())
 PY
 
