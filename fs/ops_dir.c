@@ -19,9 +19,9 @@
  * other sessions made comes as a notification, which the entries' cache
  * timeouts heed as for any reply), it has attributes if they are asked
  * for (a part with them answers a READDIR without, and gives their
- * references back), and the connection it came on is the one up.  Otherwise its entries'
- * references go back to the agent and the kernel's request goes out as
- * usual.  At most one part per open directory is ahead, in a fixed set
+ * references back), and the connection it came on is the one up.
+ * Otherwise its entries' references go back to the agent and the
+ * kernel's request goes out as usual.  At most one part per open directory is ahead, in a fixed set
  * of BCFS_RDA_SLOTS (each with a reply buffer, allocated at first use).
  * Locks: bcfs_rda_lock is a leaf; no FORGET is queued under it.
  */
@@ -364,6 +364,7 @@ struct bcfs_rda {
 	uint64_t ngen;		/* bcfs_notify_gen() when it went out */
 	uint64_t xepoch;	/* bcfs_xattr_epoch() then */
 	uint64_t cgen;		/* bcfs_change_gen() then */
+	uint64_t seq;		/* moves at each send */
 	struct bcp_call call;
 	struct bcfs_mtimer mt;
 	void *buf;		/* BCP_FRAME_MAX bytes */
@@ -444,6 +445,7 @@ static void bcfs_rda_send(uint64_t handle, uint64_t fh, uint64_t cookie,
 		return;
 	}
 	p->state = BCFS_RDA_SENT;
+	p->seq++;
 	p->fh = fh;
 	p->cookie = cookie;
 	p->plus = plus;
@@ -479,6 +481,7 @@ static void bcfs_rda_send(uint64_t handle, uint64_t fh, uint64_t cookie,
 static struct bcfs_rda *bcfs_rda_take(uint64_t fh, uint64_t off, int plus)
 {
 	struct bcfs_rda *p;
+	uint64_t seq;
 	int fits;
 
 	pthread_mutex_lock(&bcfs_rda_lock);
@@ -487,6 +490,7 @@ static struct bcfs_rda *bcfs_rda_take(uint64_t fh, uint64_t off, int plus)
 		pthread_mutex_unlock(&bcfs_rda_lock);
 		return NULL;
 	}
+	seq = p->seq;
 	/* a part with attributes answers a READDIR without them too */
 	fits = p->cookie == (uint64_t)off && (p->plus || !plus);
 	/*
@@ -494,10 +498,10 @@ static struct bcfs_rda *bcfs_rda_take(uint64_t fh, uint64_t off, int plus)
 	 * directory from the position of its one descriptor, and two
 	 * READDIRs of one fh at once would each move it under the other.
 	 */
-	while (p->state == BCFS_RDA_SENT)
+	while (p->seq == seq && p->state == BCFS_RDA_SENT)
 		pthread_cond_wait(&bcfs_rda_cond, &bcfs_rda_lock);
-	if (p->state != BCFS_RDA_DONE) {
-		/* dropped by a reconnect meanwhile */
+	if (p->seq != seq || p->state != BCFS_RDA_DONE) {
+		/* dropped by a reconnect meanwhile (and maybe sent again) */
 		pthread_mutex_unlock(&bcfs_rda_lock);
 		return NULL;
 	}
@@ -542,7 +546,6 @@ void bcfs_rda_resumed(void)
 			bcfs_rdas[i].state = BCFS_RDA_FREE;
 	pthread_mutex_unlock(&bcfs_rda_lock);
 }
-
 
 static void bcfs_readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 				off_t off, struct fuse_file_info *fi,
