@@ -21,8 +21,9 @@
  * for (a part with them answers a READDIR without, and gives their
  * references back), and the connection it came on is the one up.
  * Otherwise its entries' references go back to the agent and the
- * kernel's request goes out as usual.  At most one part per open directory is ahead, in a fixed set
- * of BCFS_RDA_SLOTS (each with a reply buffer, allocated at first use).
+ * kernel's request goes out as usual.  At most one part per open
+ * directory is ahead, in a fixed set of BCFS_RDA_SLOTS (each with a reply
+ * buffer, allocated at first use).
  * Locks: bcfs_rda_lock is a leaf; no FORGET is queued under it.
  */
 #include "config.h"
@@ -343,6 +344,18 @@ static void bcfs_readdir_unref(const struct bcp_msg *r, uint32_t from)
 	}
 }
 
+/* A READDIR of the listing of fh (of directory handle) from cookie on. */
+static void bcfs_readdir_msg(struct bcp_msg *m, uint64_t handle, uint64_t fh,
+			     uint64_t cookie, uint32_t max_bytes, int plus)
+{
+	bcfs_msg(m, BCP_OP_READDIR);
+	m->u.readdir_req.handle = handle;
+	m->u.readdir_req.fh = fh;
+	m->u.readdir_req.cookie = cookie;
+	m->u.readdir_req.max_bytes = max_bytes;
+	m->u.readdir_req.flags = plus ? BCP_READDIR_PLUS : 0;
+}
+
 /* ---- read-ahead ------------------------------------------------------ */
 
 #define BCFS_RDA_SLOTS	8
@@ -351,7 +364,7 @@ enum bcfs_rda_state {
 	BCFS_RDA_FREE,
 	BCFS_RDA_SENT,		/* asked for; the reply fills call */
 	BCFS_RDA_DONE,		/* answered (result), to be taken */
-	BCFS_RDA_GONE,		/* asked for, nobody wants it: the reply frees */
+	BCFS_RDA_GONE,		/* nobody wants it: its reply frees it */
 	BCFS_RDA_TAKEN,		/* a FUSE thread answers from it or drops it */
 };
 
@@ -456,12 +469,7 @@ static void bcfs_rda_send(uint64_t handle, uint64_t fh, uint64_t cookie,
 	p->cgen = bcfs_change_gen();
 	pthread_mutex_unlock(&bcfs_rda_lock);
 
-	bcfs_msg(&m, BCP_OP_READDIR);
-	m.u.readdir_req.handle = handle;
-	m.u.readdir_req.fh = fh;
-	m.u.readdir_req.cookie = cookie;
-	m.u.readdir_req.max_bytes = max_bytes;
-	m.u.readdir_req.flags = plus ? BCP_READDIR_PLUS : 0;
+	bcfs_readdir_msg(&m, handle, fh, cookie, max_bytes, plus);
 	memset(&p->call.rep, 0, sizeof(p->call.rep));
 	p->call.rbuf = p->buf;
 	p->call.rcap = BCP_FRAME_MAX;
@@ -582,12 +590,8 @@ static void bcfs_readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
 		ngen = ahead->ngen;
 		xepoch = ahead->xepoch;
 	} else {
-		bcfs_msg(&m, BCP_OP_READDIR);
-		m.u.readdir_req.handle = parent;
-		m.u.readdir_req.fh = fi->fh;
-		m.u.readdir_req.cookie = off;
-		m.u.readdir_req.max_bytes = max_bytes;
-		m.u.readdir_req.flags = plus ? BCP_READDIR_PLUS : 0;
+		bcfs_readdir_msg(&m, parent, fi->fh, (uint64_t)off, max_bytes,
+				 plus);
 		ngen = bcfs_notify_gen();
 		xepoch = bcfs_xattr_epoch();
 		ret = bcfs_call(&m, &r);
