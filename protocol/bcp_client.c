@@ -2438,6 +2438,12 @@ const uint8_t *bcp_client_id(const struct bcp_client *c)
 	return c->client_id;
 }
 
+/*
+ * The reconnect thread starts last: the connection may be lost at once,
+ * and reconn_drop() must find every thread of it started, to join it.
+ * A thread of the first connection started after the reconnect began
+ * would read the new connection's frames (the answer to its DATA_ATTACH).
+ */
 static int client_start_threads(struct bcp_client *c)
 {
 	int ret;
@@ -2447,10 +2453,12 @@ static int client_start_threads(struct bcp_client *c)
 	if (!ret)
 		ret = bcp_client_thread_start(c, &c->sender, &c->have_sender,
 					      sender_main, "bcp-send");
+	if (!ret)
+		ret = bcp_client_xfer_start(c);
 	if (!ret && c->opts.reconnect_timeout_ms > 0)
 		ret = bcp_client_thread_start(c, &c->reconn, &c->have_reconn,
 					      reconn_main, "bcp-reconn");
-	return ret ? ret : bcp_client_xfer_start(c);
+	return ret;
 }
 
 static int client_connect_once(const struct bcp_client_opts *o,

@@ -11,7 +11,12 @@
  *     the session is given up, the caller gets its error, the process
  *     stays healthy;
  *   - after a reconnect the callback gets a RESET: what changed while no
- *     connection was up was told to nobody.
+ *     connection was up was told to nobody;
+ *   - a session lost the moment it began is resumed even when the
+ *     client's threads start slowly (a loaded host): no thread of the
+ *     first connection is left to start after the reconnect began and
+ *     read the new connection's frames.  Built with
+ *     -Wl,--wrap=pthread_create, so every thread start can be slowed.
  */
 #include "config.h"
 
@@ -81,6 +86,27 @@ static void notes_clear(void)
 	pthread_mutex_unlock(&notes.lock);
 }
 
+/*
+ * Slow thread starts: each pthread_create of this process waits slow_ms
+ * first, and the fake answers a reconnect's DATA_ATTACH slow_ms * 4
+ * late.  A thread of the first connection started while that answer is
+ * on its way would read it off the new data connection.
+ */
+static volatile int slow_ms;
+
+int __real_pthread_create(pthread_t *t, const pthread_attr_t *a,
+			  void *(*fn)(void *), void *arg);
+int __wrap_pthread_create(pthread_t *t, const pthread_attr_t *a,
+			  void *(*fn)(void *), void *arg);
+
+int __wrap_pthread_create(pthread_t *t, const pthread_attr_t *a,
+			  void *(*fn)(void *), void *arg)
+{
+	if (slow_ms)
+		usleep((useconds_t)slow_ms * 1000);
+	return __real_pthread_create(t, a, fn, arg);
+}
+
 #define SECRET		"fake-secret"
 #define POOL		(1u << 20)
 #define SESSION		0x1122334455667788ull
@@ -96,6 +122,7 @@ struct fake {
 	uint8_t nc[BCP_NONCE_LEN], ns[BCP_NONCE_LEN];
 	uint8_t *buf;
 	int ok;			/* the script ran to its end */
+	int attach_late_ms;	/* DATA_ATTACH answered this late */
 	int go;			/* the test tells the script to go on */
 	uint64_t feat;		/* offered beyond tcp data */
 	uint64_t asked;		/* the last HELLO's features */
@@ -202,6 +229,8 @@ static int fake_handshake(struct fake *f)
 	    recv_msg(f->data, f->buf, BCP_FRAME_MAX, &m, 10000) < 0 ||
 	    m.hdr.opcode != BCP_OP_DATA_ATTACH)
 		return -1;
+	if (f->attach_late_ms)
+		usleep((useconds_t)f->attach_late_ms * 1000);
 	for (i = 0; i < 8; i++)
 		sess[i] = (uint8_t)(SESSION >> (8 * i));
 	bcp_auth_mac(SECRET, strlen(SECRET), BCP_AUTH_LABEL_DATA, f->ns,
@@ -438,6 +467,7 @@ static int script_drop(struct fake *f)
 	close(f->data);
 	close(f->ctl);
 	f->data = f->ctl = -1;
+	f->attach_late_ms = slow_ms * 4;
 	if (fake_handshake(f) < 0) {
 		fprintf(stderr, "fake: second handshake failed\n");
 		return 0;
@@ -527,8 +557,10 @@ static void test_hostile(enum hostile h)
 	session_end(&f, c, t, dir, hostile_name[h]);
 }
 
-static void test_reconnect(void)
+static void test_reconnect(int slow)
 {
+	const char *name = slow ? "reconnect, threads slow to start" :
+				  "reconnect";
 	struct bcp_client *c;
 	struct fake f;
 	pthread_t t;
@@ -536,19 +568,21 @@ static void test_reconnect(void)
 	int64_t end;
 
 	notes_clear();
+	slow_ms = slow;
 	c = session_start(&f, script_drop, BCP_FEAT_NOTIFY, 1, 5000, &t, dir,
 			  sizeof(dir));
 	end = now_ms() + 8000;
 	while (notes_count() == 0 && now_ms() < end)
 		usleep(10000);
-	TH_CHECK(notes_count() == 1, "%d notifications after a reconnect",
+	slow_ms = 0;
+	TH_CHECK(notes_count() == 1, "%s: %d notifications after it", name,
 		 notes_count());
 	TH_CHECK(notes.v[0].n.kind == BCP_NOTIFY_RESET && !notes.v[0].named,
-		 "after a reconnect: kind %u", notes.v[0].n.kind);
+		 "%s: kind %u after it", name, notes.v[0].n.kind);
 	TH_CHECK(f.asked & BCP_FEAT_NOTIFY,
-		 "the reconnect's HELLO asked for 0x%llx",
+		 "%s: its HELLO asked for 0x%llx", name,
 		 (unsigned long long)f.asked);
-	session_end(&f, c, t, dir, "reconnect");
+	session_end(&f, c, t, dir, name);
 }
 
 int main(void)
@@ -559,7 +593,8 @@ int main(void)
 	test_all();
 	for (h = 0; h < H_MAX; h++)
 		test_hostile((enum hostile)h);
-	test_reconnect();
+	test_reconnect(0);
+	test_reconnect(50);
 	if (th_failed) {
 		fprintf(stderr, "%d check(s) failed\n", th_failed);
 		return 1;
