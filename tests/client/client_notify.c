@@ -92,7 +92,7 @@ static void notes_clear(void)
  * late.  A thread of the first connection started while that answer is
  * on its way would read it off the new data connection.
  */
-static volatile int slow_ms;
+static int slow_ms;		/* atomic: set by the test, read by any */
 
 int __real_pthread_create(pthread_t *t, const pthread_attr_t *a,
 			  void *(*fn)(void *), void *arg);
@@ -102,8 +102,10 @@ int __wrap_pthread_create(pthread_t *t, const pthread_attr_t *a,
 int __wrap_pthread_create(pthread_t *t, const pthread_attr_t *a,
 			  void *(*fn)(void *), void *arg)
 {
-	if (slow_ms)
-		usleep((useconds_t)slow_ms * 1000);
+	int ms = __atomic_load_n(&slow_ms, __ATOMIC_RELAXED);
+
+	if (ms)
+		usleep((useconds_t)ms * 1000);
 	return __real_pthread_create(t, a, fn, arg);
 }
 
@@ -467,7 +469,7 @@ static int script_drop(struct fake *f)
 	close(f->data);
 	close(f->ctl);
 	f->data = f->ctl = -1;
-	f->attach_late_ms = slow_ms * 4;
+	f->attach_late_ms = __atomic_load_n(&slow_ms, __ATOMIC_RELAXED) * 4;
 	if (fake_handshake(f) < 0) {
 		fprintf(stderr, "fake: second handshake failed\n");
 		return 0;
@@ -568,13 +570,13 @@ static void test_reconnect(int slow)
 	int64_t end;
 
 	notes_clear();
-	slow_ms = slow;
+	__atomic_store_n(&slow_ms, slow, __ATOMIC_RELAXED);
 	c = session_start(&f, script_drop, BCP_FEAT_NOTIFY, 1, 5000, &t, dir,
 			  sizeof(dir));
 	end = now_ms() + 8000;
 	while (notes_count() == 0 && now_ms() < end)
 		usleep(10000);
-	slow_ms = 0;
+	__atomic_store_n(&slow_ms, 0, __ATOMIC_RELAXED);
 	TH_CHECK(notes_count() == 1, "%s: %d notifications after it", name,
 		 notes_count());
 	TH_CHECK(notes.v[0].n.kind == BCP_NOTIFY_RESET && !notes.v[0].named,
