@@ -157,25 +157,30 @@ static inline void agent_fd_give(void)
  * linger.c: a file removed while a session held it open is kept, when the
  * session ends, AGENT_LINGER_S seconds (at most AGENT_LINGER_MAX of them
  * for all sessions, the oldest going first), so that its host, which
- * reconnects and opens it again by handle, still finds it.  keep_obj:
- * keeps the open file obj of the removed object (dev, ino) (close_fn(obj)
- * lets go of it, under linger.c's lock: it must not block) and returns
- * 1; 0 (stopping) leaves obj to the caller.  keep: the same for a
- * descriptor (and its unit of the descriptor budget), when fd is a
- * regular file with no name left.  claim_obj: (dev, ino) was just opened
- * again; what lingers of it is let go.  claim: the same for a new
- * descriptor.  holds: whether (dev, ino) lingers.  expire: lets go of
- * those past their time (cheap while none lingers).  fini: lets go of
- * all, keeps nothing from then on.  Any thread.
+ * reconnects and opens it again by handle, still finds it.  owner names
+ * the session (its store); NULL: a store that tells by itself whether
+ * another session holds the file (a cephfs store counts its Fhs).  keep_obj: keeps the open file obj of the
+ * removed object (dev, ino) (close_fn(obj) lets go of it, under linger.c's
+ * lock: it must not block) and returns 1; 0 (stopping, or another session
+ * opened the file again already) leaves obj to the caller.  keep: the
+ * same for a descriptor (and its unit of the descriptor budget), when fd
+ * is a regular file with no name left.  claim_obj: owner just opened
+ * (dev, ino) again; what lingers of it is let go, or, when nothing does,
+ * what another session hands over of it later.  claim: the same for a new
+ * descriptor.  forget: owner ends; its claims go.  holds: whether
+ * (dev, ino) lingers.  expire: lets go of those past their time (cheap
+ * while none lingers).  fini: lets go of all, keeps nothing from then on.
+ * Any thread.
  */
 #define AGENT_LINGER_S		60
 #define AGENT_LINGER_MAX	256
 typedef void (*agent_linger_close_fn)(void *obj);
-int agent_linger_keep_obj(uint64_t dev, uint64_t ino,
+int agent_linger_keep_obj(uint64_t dev, uint64_t ino, const void *owner,
 			  agent_linger_close_fn close_fn, void *obj);
-int agent_linger_keep(int fd);
-void agent_linger_claim_obj(uint64_t dev, uint64_t ino);
-void agent_linger_claim(int fd);
+int agent_linger_keep(int fd, const void *owner);
+void agent_linger_claim_obj(uint64_t dev, uint64_t ino, const void *owner);
+void agent_linger_claim(int fd, const void *owner);
+void agent_linger_forget(const void *owner);
 int agent_linger_holds(uint64_t dev, uint64_t ino);
 void agent_linger_expire(void);
 void agent_linger_fini(void);

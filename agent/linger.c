@@ -17,6 +17,19 @@
  * (agent_linger_claim(): the new descriptor keeps it then, and the space
  * is freed at the host's last close, not a minute later).
  *
+ * The new session's REOPEN may also come first: the agent notices a cut
+ * connection later than the host does (a reset it never saw, a dead peer
+ * found by its keepalive), so the host's new session can open the file
+ * again while the old session still holds it.  Nothing lingers then to be
+ * claimed, and the old descriptor, handed here only when the old session
+ * ends, would stay the whole AGENT_LINGER_S with nobody to claim it: the
+ * file's space outlived the host's last close by a minute.  So a claim
+ * that finds nothing leaves a mark, (dev, ino) and the session that opened
+ * it (its store); a descriptor of a marked file that another session
+ * hands over is closed at once, as if claimed.  A session's marks go
+ * with it (agent_linger_forget()); at most AGENT_LINGER_MAX of them, the
+ * oldest replaced first.
+ *
  * At most AGENT_LINGER_MAX files linger, for all sessions: a host
  * that makes many end with removed files open only shortens how long the
  * others' stay (the oldest goes first), which is how it was without this.
@@ -46,6 +59,13 @@ struct linger_ent {
 	uint64_t until;		/* agent_now_ns() */
 };
 
+/* a removed file opened again before its old holder ended: claimed early */
+struct linger_mark {
+	const void *owner;	/* NULL: free */
+	uint64_t dev, ino;
+	uint64_t seq;		/* age: the smallest is replaced first */
+};
+
 static pthread_mutex_t linger_lock = PTHREAD_MUTEX_INITIALIZER;
 /* under linger_lock */
 static struct linger_ent linger[AGENT_LINGER_MAX];
@@ -53,6 +73,10 @@ static int linger_done;		/* agent_linger_fini() ran: keep nothing */
 /* entries in use; written under linger_lock */
 static atomic_uint linger_count;
 static uint64_t linger_kept, linger_claimed, linger_expired;
+static struct linger_mark marks[AGENT_LINGER_MAX];
+static uint64_t mark_seq;
+/* marks in use; written under linger_lock */
+static atomic_uint mark_count;
 
 /* Called with the lock held. */
 static void linger_close(struct linger_ent *e)
@@ -62,7 +86,46 @@ static void linger_close(struct linger_ent *e)
 	atomic_fetch_sub(&linger_count, 1);
 }
 
-int agent_linger_keep_obj(uint64_t dev, uint64_t ino,
+/* Whether a session other than owner opened (dev, ino) again; locked. */
+static int linger_marked(uint64_t dev, uint64_t ino, const void *owner)
+{
+	unsigned int i;
+
+	if (!atomic_load_explicit(&mark_count, memory_order_relaxed))
+		return 0;
+	for (i = 0; i < AGENT_LINGER_MAX; i++)
+		if (marks[i].owner && marks[i].owner != owner &&
+		    marks[i].dev == dev && marks[i].ino == ino)
+			return 1;
+	return 0;
+}
+
+/* Mark (dev, ino) opened again by owner; locked. */
+static void linger_mark(uint64_t dev, uint64_t ino, const void *owner)
+{
+	struct linger_mark *k = NULL;
+	unsigned int i;
+
+	for (i = 0; i < AGENT_LINGER_MAX; i++) {
+		if (marks[i].owner == owner && marks[i].dev == dev &&
+		    marks[i].ino == ino)
+			return;		/* marked already */
+		if (!marks[i].owner) {
+			if (!k || k->owner)
+				k = &marks[i];
+		} else if (!k || (k->owner && marks[i].seq < k->seq)) {
+			k = &marks[i];
+		}
+	}
+	if (!k->owner)
+		atomic_fetch_add(&mark_count, 1);
+	k->owner = owner;
+	k->dev = dev;
+	k->ino = ino;
+	k->seq = ++mark_seq;
+}
+
+int agent_linger_keep_obj(uint64_t dev, uint64_t ino, const void *owner,
 			  agent_linger_close_fn close_fn, void *obj)
 {
 	struct linger_ent *e = NULL, *old = NULL;
@@ -71,6 +134,15 @@ int agent_linger_keep_obj(uint64_t dev, uint64_t ino,
 	pthread_mutex_lock(&linger_lock);
 	if (linger_done) {
 		pthread_mutex_unlock(&linger_lock);
+		return 0;
+	}
+	if (linger_marked(dev, ino, owner)) {
+		/* its host has it open again through a newer session */
+		linger_claimed++;
+		pthread_mutex_unlock(&linger_lock);
+		agent_dbg("linger: a removed file still open (%llu:%llu) "
+			  "was opened again already: not kept",
+			  (unsigned long long)dev, (unsigned long long)ino);
 		return 0;
 	}
 	for (i = 0; i < AGENT_LINGER_MAX && !e; i++) {
@@ -104,41 +176,64 @@ static void linger_close_fd(void *obj)
 	agent_fd_give();
 }
 
-int agent_linger_keep(int fd)
+int agent_linger_keep(int fd, const void *owner)
 {
 	struct stat st;
 
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink)
 		return 0;
 	return agent_linger_keep_obj((uint64_t)st.st_dev, (uint64_t)st.st_ino,
-				     linger_close_fd, (void *)(intptr_t)fd);
+				     owner, linger_close_fd,
+				     (void *)(intptr_t)fd);
 }
 
-void agent_linger_claim_obj(uint64_t dev, uint64_t ino)
+void agent_linger_claim_obj(uint64_t dev, uint64_t ino, const void *owner)
 {
 	unsigned int i;
+	int found = 0;
 
-	if (!atomic_load_explicit(&linger_count, memory_order_relaxed))
-		return;
 	pthread_mutex_lock(&linger_lock);
-	for (i = 0; i < AGENT_LINGER_MAX; i++) {
+	for (i = 0; i < AGENT_LINGER_MAX &&
+	     atomic_load_explicit(&linger_count, memory_order_relaxed); i++) {
 		if (linger[i].close && linger[i].dev == dev &&
 		    linger[i].ino == ino) {
 			linger_close(&linger[i]);
 			linger_claimed++;
+			found = 1;
 		}
 	}
+	/* its old holder may not have ended yet: what it hands over later
+	 * is claimed already */
+	if (!found && owner && !linger_done)
+		linger_mark(dev, ino, owner);
 	pthread_mutex_unlock(&linger_lock);
 }
 
-void agent_linger_claim(int fd)
+void agent_linger_claim(int fd, const void *owner)
 {
 	struct stat st;
 
-	if (!atomic_load_explicit(&linger_count, memory_order_relaxed) ||
-	    fstat(fd, &st) < 0 || st.st_nlink)
+	/* only a file with no name left can linger */
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_nlink)
 		return;
-	agent_linger_claim_obj((uint64_t)st.st_dev, (uint64_t)st.st_ino);
+	agent_linger_claim_obj((uint64_t)st.st_dev, (uint64_t)st.st_ino,
+			       owner);
+}
+
+void agent_linger_forget(const void *owner)
+{
+	unsigned int i;
+
+	if (!atomic_load_explicit(&mark_count, memory_order_relaxed))
+		return;
+	pthread_mutex_lock(&linger_lock);
+	for (i = 0; i < AGENT_LINGER_MAX; i++) {
+		if (marks[i].owner == owner) {
+			marks[i].owner = NULL;
+			atomic_fetch_sub(&mark_count, 1);
+		}
+	}
+	pthread_mutex_unlock(&linger_lock);
 }
 
 int agent_linger_holds(uint64_t dev, uint64_t ino)

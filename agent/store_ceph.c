@@ -253,7 +253,7 @@ static int cs_linger(struct ceph_backend *cb, struct cs_close *c,
 	ceph_ll_put(cb->cm, in);
 	if (ret < 0 || !S_ISREG(x.stx_mode) || x.stx_nlink)
 		return 0;
-	return agent_linger_keep_obj(cb->dev, c->linger_ino,
+	return agent_linger_keep_obj(cb->dev, c->linger_ino, NULL,
 				     cs_linger_close, c);
 }
 
@@ -2324,7 +2324,7 @@ static int cfs_reopen(struct agent_store *bs, const struct bcp_reopen_req *r,
 		      (int)r->dir, r->fh, out);
 	/* this Fh keeps a removed file now: what lingers of it may go */
 	if (ret == 0 && !r->dir && (n = cs_node_get(s, r->handle))) {
-		agent_linger_claim_obj(s->cb->dev, n->ino);
+		agent_linger_claim_obj(s->cb->dev, n->ino, NULL);
 		cs_node_put(s, n);
 	}
 	return ret;

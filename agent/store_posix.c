@@ -808,11 +808,12 @@ static void posix_destroy(struct agent_store *bs)
 		if (f->fd < 0)
 			continue;
 		/* a removed file its host may open again: linger.c */
-		if (f->dir || f->closing || !agent_linger_keep(f->fd)) {
+		if (f->dir || f->closing || !agent_linger_keep(f->fd, s)) {
 			close(f->fd);
 			agent_fd_give();
 		}
 	}
+	agent_linger_forget(s);		/* its claims end with it */
 	for (i = 0; i < s->nchunks; i++)
 		free(s->chunks[i]);
 	free(s->chunks);
@@ -1775,7 +1776,7 @@ static int posix_reopen(struct agent_store *bs, const struct bcp_reopen_req *r,
 	}
 	/* this descriptor keeps a removed file now: linger.c */
 	if (!r->dir)
-		agent_linger_claim(fd);
+		agent_linger_claim(fd, s);
 	memset(out, 0, sizeof(*out));
 	out->fh = fh;
 	return 0;

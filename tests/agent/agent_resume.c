@@ -8,6 +8,11 @@
  * cache.  Forged fids and fids of another state directory are refused.
  * Then the descriptor bound: with --fd-cache 64, 20,000 looked-up files
  * leave the agent far below 20,000 descriptors, and every handle works.
+ * Last, a removed file a host had open when its connection was cut: the
+ * host's new session opens it again (REOPEN) before the agent noticed the
+ * old session was gone; once the host closes it, the agent holds no
+ * descriptor of it (the old session's one is not kept for a reopen that
+ * already happened).
  */
 #include "config.h"
 
@@ -18,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -189,6 +195,20 @@ static void readdir_names(int fd, uint64_t dh, uint64_t dfh, uint64_t cookie,
 	*last = cookie;
 }
 
+/* Start a's agent with extra; skip when it cannot open files by handle. */
+static void start_by_handle(struct t_agent *a, const char *const *extra)
+{
+	if (t_agent_start_args(a, extra, 0) < 0)
+		t_hard("agent did not start (see %s)", a->log);
+	if (t_log_has(a, "cannot open by handle") ||
+	    t_log_has(a, "makes no file handles")) {
+		t_agent_cleanup(a);
+		fprintf(stderr, "SKIP: no open_by_handle_at here "
+			"(CAP_DAC_READ_SEARCH or file system)\n");
+		exit(T_SKIP);
+	}
+}
+
 static void kill9(struct t_agent *a)
 {
 	int st;
@@ -264,15 +284,7 @@ static void test_resume(void)
 
 	t_agent_init(&a, "agent_resume");
 	snprintf(state, sizeof(state), "%s/state", a.dir);
-	if (t_agent_start_args(&a, extra, 0) < 0)
-		t_hard("agent did not start (see %s)", a.log);
-	if (t_log_has(&a, "cannot open by handle") ||
-	    t_log_has(&a, "makes no file handles")) {
-		t_agent_cleanup(&a);
-		fprintf(stderr, "SKIP: no open_by_handle_at here "
-			"(CAP_DAC_READ_SEARCH or file system)\n");
-		exit(T_SKIP);
-	}
+	start_by_handle(&a, extra);
 
 	/* session 1 */
 	fd = t_raw_connect(&a, 0);
@@ -453,14 +465,7 @@ static void test_fd_bound(void)
 			t_hard("%s: %s", path, strerror(errno));
 		close(cfd);
 	}
-	if (t_agent_start_args(&a, extra, 0) < 0)
-		t_hard("agent did not start (see %s)", a.log);
-	if (t_log_has(&a, "cannot open by handle") ||
-	    t_log_has(&a, "makes no file handles")) {
-		t_agent_cleanup(&a);
-		fprintf(stderr, "SKIP: no open_by_handle_at here\n");
-		exit(T_SKIP);
-	}
+	start_by_handle(&a, extra);
 	fd = t_raw_connect(&a, 0);
 	T_EQ(t_raw_handshake_client(fd, NULL, client, &root, NULL), 0);
 	for (i = 0; i < NLOOKUPS; i++) {
@@ -483,9 +488,113 @@ static void test_fd_bound(void)
 	t_agent_cleanup(&a);
 }
 
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* How many of pid's descriptors name a removed file called name. */
+static int count_removed(pid_t pid, const char *name)
+{
+	char path[64], fdp[400], link[600], want[300];
+	struct dirent *d;
+	int n = 0;
+	DIR *dir;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	snprintf(want, sizeof(want), "/%s (deleted)", name);
+	dir = opendir(path);
+	if (!dir)
+		t_hard("%s: %s", path, strerror(errno));
+	while ((d = readdir(dir))) {
+		ssize_t k;
+		size_t w = strlen(want);
+
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(fdp, sizeof(fdp), "%s/%s", path, d->d_name);
+		k = readlink(fdp, link, sizeof(link) - 1);
+		if (k < 0)
+			continue;
+		link[k] = 0;
+		if ((size_t)k >= w && !strcmp(link + k - w, want))
+			n++;
+	}
+	closedir(dir);
+	return n;
+}
+
+static void test_reopen_first(void)
+{
+	static struct t_agent a;
+	char state[400];
+	const char *extra[3] = { "--state-dir", state, NULL };
+	struct bcp_rebind_one rb;
+	struct bcp_entry g;
+	struct bcp_msg m, rep;
+	uint64_t root1, root2, fh, fh2, t0;
+	int s1, s2, n;
+
+	t_agent_init(&a, "agent_resume_reopen");
+	snprintf(state, sizeof(state), "%s/state", a.dir);
+	start_by_handle(&a, extra);
+	/* session 1 opens a file, which is then removed */
+	s1 = t_raw_connect(&a, 0);
+	T_EQ(t_raw_handshake_client(s1, NULL, client, &root1, NULL), 0);
+	T_EQ(do_create(s1, 10, 0, root1, "gone-while-open", O_RDWR | O_CREAT,
+		       &g, &fh), 0);
+	T_EQ(named_msg(s1, BCP_OP_UNLINK, 11, 0, root1, "gone-while-open",
+		       &rep), 0);
+	T_EQ(count_removed(a.pid, "gone-while-open"), 1);
+
+	/* the same host, reconnected, while session 1 still stands */
+	s2 = t_raw_connect(&a, 0);
+	T_EQ(t_raw_handshake_client(s2, NULL, client, &root2, NULL), 0);
+	rb = (struct bcp_rebind_one){ .handle = g.handle, .nlookup = 1 };
+	memcpy(rb.fid, g.fid, BCP_FID_LEN);
+	bcp_msg_init(&m, BCP_OP_REBIND, 20);
+	m.u.rebind_req.count = 1;
+	m.rebinds = &rb;
+	T_EQ(call(s2, &m, &rep), 0);
+	T_EQ(bcp_msg_status(&rep, 0), 0);
+	T_EQ(do_reopen(s2, g.handle, fh, O_RDWR, 0, &fh2), 0);
+	T_EQ(fh2, fh);
+
+	/* only now does the agent see session 1 go */
+	close(s1);
+	usleep(300000);
+	T_EQ(do_release(s2, BCP_OP_RELEASE, g.handle, fh2), 0);
+	{
+		/* and forgets it, as the kernel does after the last close */
+		struct bcp_forget_one fo = { g.handle, 1 };
+
+		bcp_msg_init(&m, BCP_OP_FORGET, 21);
+		m.u.forget_req.count = 1;
+		m.forgets = &fo;
+		T_EQ(call(s2, &m, &rep), 0);
+	}
+	t0 = now_ms();
+	while ((n = count_removed(a.pid, "gone-while-open")) > 0 &&
+	       now_ms() - t0 < 3000)
+		usleep(20000);
+	if (n)
+		t_fail("the agent holds %d descriptor(s) of a removed file "
+		       "after its host closed it (reopened before the old "
+		       "session ended)", n);
+	close(s2);
+	T_EQ(t_agent_stop(&a), 0);
+	T_CHECK(!t_log_has(&a, "closed unclaimed") ||
+		t_log_has(&a, " 0 closed unclaimed"));
+	t_agent_cleanup(&a);
+}
+
 int main(void)
 {
 	test_resume();
 	test_fd_bound();
+	test_reopen_first();
 	return 0;
 }
