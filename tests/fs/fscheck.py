@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """fscheck.py - what the Python parts of the FUSE tests share: failures
-counted rather than fatal, waiting for a change to show, and a mount's
-request counts from its metrics endpoint (-o metrics)."""
+counted rather than fatal, waiting for a change to show, a mount's
+request counts from its metrics endpoint (-o metrics), and counts taken
+again when something else emptied the kernel's caches meanwhile."""
 import sys
 import time
 import urllib.request
@@ -46,3 +47,29 @@ def requests(port, op):
             if line.startswith(key + " "):
                 return int(float(line.split()[1]))
     return 0
+
+
+def drops():
+    """How often the kernel's caches were dropped (drop_caches, by any
+    program: another test running beside this one, say)."""
+    try:
+        with open("/proc/vmstat") as f:
+            return [l for l in f if l.startswith(("drop_pagecache ",
+                                                  "drop_slab "))]
+    except OSError:
+        return []
+
+
+def undisturbed(what, run, tries=3):
+    """run(n): its result, from a run (n = 0, 1, ..) during which nothing
+    dropped the kernel's caches (the pages or entries a count of requests
+    relies on are gone then); None, said so, when each run was."""
+    for n in range(tries):
+        d0 = drops()
+        r = run(n)
+        if drops() == d0:
+            return r
+        print("%s: the kernel's caches were dropped meanwhile" % what)
+    print("%s: not judged, the caches were dropped during each of %d "
+          "runs" % (what, tries))
+    return None

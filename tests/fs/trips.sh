@@ -36,6 +36,8 @@
 #     lookups, a fast one (3000 creates) or a slow one (50 a second);
 #     and rm -rf of files another Ceph client read does not make the
 #     store's sweep wait on the MDS.
+# A count that relies on the kernel's caches is taken again when another
+# program (a test beside this one) dropped them meanwhile.
 . "$(dirname "$0")/lib.sh"
 bcf_init
 command -v python3 >/dev/null 2>&1 || bcf_skip "python3 is missing"
@@ -69,7 +71,7 @@ PYTHONDONTWRITEBYTECODE=1 PYTHONPATH=$top_srcdir/tests/fs \
 	"$BCF_METRICS_PORT" "$port3" "$store_within" "${BCF_STORE:-posix}" \
 	"$BCF_TMP/m4" "$port4" <<'PY' || bcf_fail "see above"
 import ctypes, errno, mmap, os, subprocess, sys, time
-from fscheck import fail, within
+from fscheck import drops, fail, undisturbed, within
 import fscheck
 
 m1, m2, m3, back, port, port3, store_within, store, m4, port4 = \
@@ -296,18 +298,26 @@ def read_pages(d, port):
 # files written through mount 1 and read back there once are read from
 # its page cache the next time: a write drops the pages the kernel cannot
 # trust (their mtime moved), the next open keeps what was read since
-write_pages(m1 + "/pages")
-for rnd in range(2):
-    r = read_pages(m1 + "/pages", port)
-    print("%d files written through mount 1, read back there (%d): "
-          "%d reads" % (M, rnd + 1, r))
+def written_read_twice(n):
+    d = "%s/pages%d" % (m1, n)
+    write_pages(d)
+    for rnd in range(2):
+        r = read_pages(d, port)
+        print("%d files written through mount 1, read back there (%d): "
+              "%d reads" % (M, rnd + 1, r))
+    return r
+r = undisturbed("mount 1's page cache", written_read_twice)
 if r:
     fail("%d reads for %d files mount 1 wrote and read once" % (r, M))
 # with the writeback cache the pages of the write itself are kept
-write_pages(m4 + "/pages4")
-r = read_pages(m4 + "/pages4", port4)
-print("%d files written through mount 4 (writeback), read back there: "
-      "%d reads" % (M, r))
+def written_read(n):
+    d = "%s/pages4.%d" % (m4, n)
+    write_pages(d)
+    r = read_pages(d, port4)
+    print("%d files written through mount 4 (writeback), read back there: "
+          "%d reads" % (M, r))
+    return r
+r = undisturbed("mount 4's page cache", written_read)
 if r:
     fail("%d reads for %d files mount 4 wrote" % (r, M))
 # through mount 3, which opens each for the first time: its kernel holds
@@ -316,6 +326,7 @@ if r:
 # page cache (RWF_NOWAIT: an open never waits for a disk), so the count
 # would depend on which files writeback had cleaned meanwhile.
 r0, o0 = requests("read", port3), requests("open", port3)
+d0 = drops()
 for i in range(M):
     with open("%s/small/f%03d" % (m3, i), "rb") as f:
         got = f.read()
@@ -328,7 +339,10 @@ print("%d files read back (%d over 64 KiB): %d OPENs, %d reads" %
       (M, big, o, r))
 if o != M:
     fail("%d OPENs for %d files" % (o, M))
-if r > big + 5:
+if r > big + 5 and drops() != d0:
+    print("the reads not judged: the kernel's caches were dropped "
+          "meanwhile")
+elif r > big + 5:
     fail("%d reads for %d files, %d over 64 KiB" % (r, M, big))
 # mmap takes the same path
 drop_caches()
