@@ -159,10 +159,11 @@ static inline void agent_fd_give(void)
  * for all sessions, the oldest going first), so that its host, which
  * reconnects and opens it again by handle, still finds it.  owner names
  * the session (its store); NULL: a store that tells by itself whether
- * another session holds the file (a cephfs store counts its Fhs).  keep_obj: keeps the open file obj of the
- * removed object (dev, ino) (close_fn(obj) lets go of it, under linger.c's
- * lock: it must not block) and returns 1; 0 (stopping, or another session
- * opened the file again already) leaves obj to the caller.  keep: the
+ * another session holds the file (a cephfs store counts its Fhs).
+ * keep_obj: keeps the open file obj of the removed object (dev, ino)
+ * (close_fn(obj) lets go of it, under linger.c's lock: it must not block)
+ * and returns 1; 0 (stopping, or another session opened the file again
+ * already) leaves obj to the caller.  keep: the
  * same for a descriptor (and its unit of the descriptor budget), when fd
  * is a regular file with no name left.  claim_obj: owner just opened
  * (dev, ino) again; what lingers of it is let go, or, when nothing does,

@@ -192,6 +192,10 @@ void agent_linger_claim_obj(uint64_t dev, uint64_t ino, const void *owner)
 	unsigned int i;
 	int found = 0;
 
+	/* nothing to claim, and no mark asked for */
+	if (!owner &&
+	    !atomic_load_explicit(&linger_count, memory_order_relaxed))
+		return;
 	pthread_mutex_lock(&linger_lock);
 	for (i = 0; i < AGENT_LINGER_MAX &&
 	     atomic_load_explicit(&linger_count, memory_order_relaxed); i++) {
