@@ -103,7 +103,7 @@ static int linger_marked(uint64_t dev, uint64_t ino, const void *owner)
 /* Mark (dev, ino) opened again by owner; locked. */
 static void linger_mark(uint64_t dev, uint64_t ino, const void *owner)
 {
-	struct linger_mark *k = NULL;
+	struct linger_mark *k = NULL, *old = NULL;
 	unsigned int i;
 
 	for (i = 0; i < AGENT_LINGER_MAX; i++) {
@@ -111,14 +111,16 @@ static void linger_mark(uint64_t dev, uint64_t ino, const void *owner)
 		    marks[i].ino == ino)
 			return;		/* marked already */
 		if (!marks[i].owner) {
-			if (!k || k->owner)
+			if (!k)
 				k = &marks[i];
-		} else if (!k || (k->owner && marks[i].seq < k->seq)) {
-			k = &marks[i];
+		} else if (!old || marks[i].seq < old->seq) {
+			old = &marks[i];
 		}
 	}
-	if (!k->owner)
+	if (k)
 		atomic_fetch_add(&mark_count, 1);
+	else
+		k = old;
 	k->owner = owner;
 	k->dev = dev;
 	k->ino = ino;

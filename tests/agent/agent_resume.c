@@ -218,20 +218,41 @@ static void kill9(struct t_agent *a)
 	a->pid = -1;
 }
 
-static int count_fds(pid_t pid)
+/*
+ * How many descriptors pid holds; removed: only those of a removed file
+ * of that name (NULL: all).
+ */
+static int count_fds(pid_t pid, const char *removed)
 {
-	char path[64];
+	char path[64], fdp[400], link[600], want[300];
 	struct dirent *d;
+	size_t w;
 	int n = 0;
 	DIR *dir;
 
 	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	snprintf(want, sizeof(want), "/%s (deleted)", removed ? removed : "");
+	w = strlen(want);
 	dir = opendir(path);
 	if (!dir)
 		t_hard("%s: %s", path, strerror(errno));
-	while ((d = readdir(dir)))
-		if (d->d_name[0] != '.')
+	while ((d = readdir(dir))) {
+		ssize_t k;
+
+		if (d->d_name[0] == '.')
+			continue;
+		if (!removed) {
 			n++;
+			continue;
+		}
+		snprintf(fdp, sizeof(fdp), "%s/%s", path, d->d_name);
+		k = readlink(fdp, link, sizeof(link) - 1);
+		if (k < 0)
+			continue;
+		link[k] = 0;
+		if ((size_t)k >= w && !strcmp(link + k - w, want))
+			n++;
+	}
 	closedir(dir);
 	return n;
 }
@@ -474,13 +495,13 @@ static void test_fd_bound(void)
 			       n, &rep), 0);
 		handles[i] = rep.u.entry_rep.entry.handle;
 	}
-	nfd = count_fds(a.pid);
+	nfd = count_fds(a.pid, NULL);
 	if (nfd >= FD_BOUND)
 		t_fail("%d descriptors after %d lookups with --fd-cache 64",
 		       nfd, NLOOKUPS);
 	for (i = 0; i < NLOOKUPS; i++)
 		T_EQ(getattr(fd, handles[i], NULL), 0);
-	nfd = count_fds(a.pid);
+	nfd = count_fds(a.pid, NULL);
 	if (nfd >= FD_BOUND)
 		t_fail("%d descriptors after GETATTR of every handle", nfd);
 	close(fd);
@@ -494,37 +515,6 @@ static uint64_t now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* How many of pid's descriptors name a removed file called name. */
-static int count_removed(pid_t pid, const char *name)
-{
-	char path[64], fdp[400], link[600], want[300];
-	struct dirent *d;
-	int n = 0;
-	DIR *dir;
-
-	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
-	snprintf(want, sizeof(want), "/%s (deleted)", name);
-	dir = opendir(path);
-	if (!dir)
-		t_hard("%s: %s", path, strerror(errno));
-	while ((d = readdir(dir))) {
-		ssize_t k;
-		size_t w = strlen(want);
-
-		if (d->d_name[0] == '.')
-			continue;
-		snprintf(fdp, sizeof(fdp), "%s/%s", path, d->d_name);
-		k = readlink(fdp, link, sizeof(link) - 1);
-		if (k < 0)
-			continue;
-		link[k] = 0;
-		if ((size_t)k >= w && !strcmp(link + k - w, want))
-			n++;
-	}
-	closedir(dir);
-	return n;
 }
 
 static void test_reopen_first(void)
@@ -548,7 +538,7 @@ static void test_reopen_first(void)
 		       &g, &fh), 0);
 	T_EQ(named_msg(s1, BCP_OP_UNLINK, 11, 0, root1, "gone-while-open",
 		       &rep), 0);
-	T_EQ(count_removed(a.pid, "gone-while-open"), 1);
+	T_EQ(count_fds(a.pid, "gone-while-open"), 1);
 
 	/* the same host, reconnected, while session 1 still stands */
 	s2 = t_raw_connect(&a, 0);
@@ -577,7 +567,7 @@ static void test_reopen_first(void)
 		T_EQ(call(s2, &m, &rep), 0);
 	}
 	t0 = now_ms();
-	while ((n = count_removed(a.pid, "gone-while-open")) > 0 &&
+	while ((n = count_fds(a.pid, "gone-while-open")) > 0 &&
 	       now_ms() - t0 < 3000)
 		usleep(20000);
 	if (n)
