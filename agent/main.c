@@ -1380,7 +1380,12 @@ static void main_ready(int daemon_fd)
 	main_sd_notify("READY=1");
 }
 
-/* Detach; the parent exits once the child is ready (0) or failed (1). */
+/*
+ * Detach; the parent exits once the child is ready (0) or failed (1).
+ * Before the store is opened: a fork keeps only the calling thread, and
+ * the Ceph client's threads (ceph_mount()) must be the child's.  The
+ * child keeps the caller's directory and stderr until main_detached().
+ */
 static int main_daemonize(void)
 {
 	int p[2];
@@ -1398,17 +1403,22 @@ static int main_daemonize(void)
 	}
 	close(p[0]);
 	setsid();
+	return p[1];
+}
+
+/* After every relative path was used: the rest of detaching. */
+static int main_detached(void)
+{
+	int nul;
+
 	if (chdir("/") < 0)
 		return -errno;
-	{
-		int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
-
-		if (nul >= 0) {
-			dup2(nul, STDIN_FILENO);
-			close(nul);
-		}
+	nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (nul >= 0) {
+		dup2(nul, STDIN_FILENO);
+		close(nul);
 	}
-	return p[1];
+	return 0;
 }
 
 static int main_argc;
@@ -1945,6 +1955,13 @@ int main(int argc, char **argv)
 		return 1;
 	main_cfg.spec.uuid = main_uuid(state);
 	main_cfg.spec.run_dir = main_run_dir(state);
+	if (!agent_cfg.foreground) {
+		daemon_fd = main_daemonize();
+		if (daemon_fd < 0) {
+			agent_err("cannot detach: %s", strerror(-daemon_fd));
+			return 1;
+		}
+	}
 	if (main_store_open() < 0)
 		return 1;
 	agent_cfg.root_fd = agent_backend->root_fd;
@@ -1975,10 +1992,9 @@ int main(int argc, char **argv)
 	if (ret < 0)
 		goto out_listeners;
 	if (!agent_cfg.foreground) {
-		daemon_fd = main_daemonize();
-		if (daemon_fd < 0) {
-			agent_err("cannot detach: %s", strerror(-daemon_fd));
-			ret = daemon_fd;
+		ret = main_detached();
+		if (ret < 0) {
+			agent_err("cannot detach: chdir /: %s", strerror(-ret));
 			goto out_listeners;
 		}
 	}
