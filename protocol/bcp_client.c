@@ -256,7 +256,7 @@ static struct bcp_wslot *slot_get_locked(struct bcp_client *c,
 		if (c->state == BCP_CLIENT_READY &&
 		    c->free_slot != BCP_POOL_NONE)
 			break;
-		if (client_paused(c) && c->expired) {
+		if (client_paused(c) && (c->expired || c->closing)) {
 			*err = -EIO;
 			return NULL;
 		}
@@ -515,6 +515,10 @@ static void client_pause(struct bcp_client *c, const char *why,
 			slot_put_locked(c, s);
 		}
 	}
+	/* closing: the last calls fail now rather than wait for a resume */
+	for (i = 0; c->closing && i < c->nslots; i++)
+		if (c->slots[i].kind == BCP_WSLOT_CALL)
+			pthread_cond_broadcast(&c->slots[i].cond);
 	pthread_cond_broadcast(&c->fcond);
 	pthread_cond_broadcast(&c->rcond);
 	pthread_mutex_unlock(&c->wlock);
@@ -2632,6 +2636,10 @@ void bcp_client_destroy(struct bcp_client *c)
 
 	if (!c)
 		return;
+	/* nothing waits for a resume from here on (client_pause) */
+	pthread_mutex_lock(&c->wlock);
+	c->closing = 1;
+	pthread_mutex_unlock(&c->wlock);
 	if (c->state == BCP_CLIENT_READY && c->have_receiver &&
 	    c->have_sender) {
 		/* Best effort: the agent drops the region with the session. */
@@ -2774,6 +2782,8 @@ int bcp_client_call(struct bcp_client *c, struct bcp_msg *req,
 	} else {
 		while (!s->done) {
 			if (client_paused(c)) {
+				if (c->closing)
+					break;
 				/* no timeout runs while the agent is away */
 				pthread_cond_wait(&s->cond, &c->wlock);
 				paused = 1;

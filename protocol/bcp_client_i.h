@@ -219,6 +219,7 @@ struct bcp_client {
 	enum bcp_client_state state;
 	uint64_t pause_start_ms;	/* when the outage began */
 	int expired;			/* paused past reconnect_timeout_ms */
+	int closing;			/* wlock: bcp_client_destroy() began */
 	/* qlock, wlock and send_lock (written with all three held): */
 	uint64_t epoch;			/* bumped as a connection is dropped */
 

@@ -14,6 +14,8 @@
 #    hang), the daemon stays up and unmounts cleanly.
 # 3. It stops answering with its connection up (SIGSTOP; run before 2):
 #    lookups in one directory fail together after about the timeout.
+# 4. The mount is unmounted while the agent does not answer, and then the
+#    agent dies (run before 2): the daemon exits at once.
 . "$(dirname "$0")/lib.sh"
 BCF_LOG_ALLOW=${BCF_LOG_ALLOW:-'lost|agent .*(killed|signal|exited|died|start)|connection|unreachable'}
 bcf_init
@@ -177,6 +179,33 @@ done
 echo after > "$BCF_MNT/s/after" && [ "$(cat "$BCF_MNT/s/after")" = after ] ||
 	bcf_fail "the mount did not go on after the agent did"
 bcf_umount
+
+# ---- 4: unmounted while the agent does not answer, and then it dies ------
+# The daemon's last call (its region's release) is out when the agent
+# dies: the daemon must exit now, not wait reconnect_timeout for an agent
+# to resume a session nobody mounts any more.
+bcf_mount -o timeout=30,reconnect_timeout=120
+echo x > "$BCF_MNT/u" || bcf_fail "write before the stop"
+apid=$(agent_pid)
+[ -n "$apid" ] || bcf_hard "no agent process found"
+kill -STOP "$apid"
+timeout 20 fusermount3 -u "$BCF_MNT" || bcf_fail "unmount with the agent stopped"
+sleep 1
+t0=$(date +%s%N)
+kill -KILL "$apid"
+kill -CONT "$apid" 2>/dev/null
+[ "$BCF_TRANSPORT" = shm ] || { wait "$apid" 2>/dev/null; BCF_AGENT_PID=; }
+bcf_wait_for 60 bcf_pid_gone "$BCF_FS_PID" ||
+	bcf_fail "the daemon did not exit within 60 s of its agent's death" \
+		"after an unmount"
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+echo "unmounted, then the agent died: the daemon exited $ms ms later"
+[ "$ms" -lt 10000 ] || bcf_fail "the daemon exited $ms ms after its" \
+	"agent died: it waited for a reconnect after the unmount"
+wait "$BCF_FS_PID"
+BCF_FS_PID=
+[ "$BCF_TRANSPORT" = shm ] || start_tcp_agent ||
+	bcf_fail "bluecache-agent did not start again"
 
 # ---- 2: the agent does not come back --------------------------------------
 bcf_mount -o reconnect_timeout=2
