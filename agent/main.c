@@ -95,7 +95,7 @@ struct main_listener {
 	int is_unix;
 	uint64_t paused_until;		/* out of descriptors: not polled */
 	char name[300];
-	char path[108];
+	char path[PATH_MAX];		/* absolute: removed at exit */
 };
 
 struct main_pending {
@@ -448,6 +448,25 @@ static int main_set_store(struct main_cfg *c, const char *key,
 	return 0;
 }
 
+/*
+ * The directory the agent was started in: a relative path of an option is
+ * taken from there, at start-up and when SIGHUP reads the options again
+ * (a detached agent's own directory is /).
+ */
+static char *main_start_dir;
+
+/* PATH made absolute from main_start_dir; NULL when out of memory. */
+static char *main_abs(const char *path)
+{
+	char *out;
+
+	if (path[0] == '/' || !main_start_dir)
+		return strdup(path);
+	if (asprintf(&out, "%s/%s", main_start_dir, path) < 0)
+		return NULL;
+	return out;
+}
+
 /* One option from the command line or the config file.  0 or -EINVAL. */
 static int main_set(struct main_cfg *c, const char *key, const char *val,
 		    int from_file)
@@ -483,7 +502,9 @@ static int main_set(struct main_cfg *c, const char *key, const char *val,
 		a->listen[a->nlisten++] = strdup(val);
 	} else if (!strcmp(key, "secret-file")) {
 		free(a->secret_file);
-		a->secret_file = strdup(val);
+		a->secret_file = main_abs(val);
+		if (!a->secret_file)
+			goto out_nomem;
 	} else if (!strcmp(key, "state-dir")) {
 		range = "an absolute path or none";
 		if (val[0] != '/' && strcmp(val, "none"))
@@ -588,7 +609,9 @@ static int main_set(struct main_cfg *c, const char *key, const char *val,
 		c->sock_group = strdup(val);
 	} else if (!strcmp(key, "log-file")) {
 		free(c->log_file);
-		c->log_file = strdup(val);
+		c->log_file = main_abs(val);
+		if (!c->log_file)
+			goto out_nomem;
 	} else if (!strcmp(key, "ready-fd")) {
 		range = "a descriptor number";
 		if (main_uint(val, 0, INT_MAX, 0, &u) < 0)
@@ -603,6 +626,9 @@ static int main_set(struct main_cfg *c, const char *key, const char *val,
 
 out_bad:
 	main_bad("invalid value '%s' for %s: expected %s", val, key, range);
+	return -EINVAL;
+out_nomem:
+	main_bad("%s: out of memory", key);
 	return -EINVAL;
 }
 
@@ -662,8 +688,8 @@ static int main_parse(struct main_cfg *cf, int argc, char **argv)
 		if (!file)
 			continue;
 		free(cf->config);
-		cf->config = strdup(file);
-		if (main_file(cf, file) < 0)
+		cf->config = main_abs(file);
+		if (!cf->config || main_file(cf, cf->config) < 0)
 			return -EINVAL;
 	}
 	optind = 0;		/* SIGHUP parses the command line again */
@@ -985,7 +1011,10 @@ static int main_listen(void)
 		l->fd = fd;
 		l->is_unix = a.family == AF_UNIX;
 		snprintf(l->name, sizeof(l->name), "%s", s);
-		if (l->is_unix)
+		if (l->is_unix && a.path[0] != '/' && main_start_dir)
+			snprintf(l->path, sizeof(l->path), "%s/%s",
+				 main_start_dir, a.path);
+		else if (l->is_unix)
 			snprintf(l->path, sizeof(l->path), "%s", a.path);
 		nlisteners++;
 		agent_info("listening on %s", s);
@@ -1936,6 +1965,7 @@ int main(int argc, char **argv)
 		pending[i].fd = -1;
 	main_argc = argc;
 	main_argv = argv;
+	main_start_dir = getcwd(NULL, 0);
 	main_defaults = agent_cfg;
 	if (main_parse(&main_cfg, argc, argv) < 0)
 		return 2;

@@ -3,7 +3,9 @@
 # bluecache-agent as a daemon: detached, it lets go of the caller's stdout
 # and stderr (a pipe from the caller ends), logs to --log-file; SIGHUP
 # reopens the log file, applies what may change live from the
-# configuration file, and keeps the rest with a warning.
+# configuration file, and keeps the rest with a warning.  The paths are
+# relative to the directory it was started in (the detached agent's is /):
+# the configuration file, the log file and the socket it removes at exit.
 set -u
 agent="$top_builddir/agent/bluecache-agent"
 [ -x "$agent" ] || { echo "no $agent"; exit 99; }
@@ -26,14 +28,14 @@ mkdir "$tmp/root"
 cat > "$tmp/a.conf" <<EOC
 [agent]
 root = $tmp/root
-listen = unix:$tmp/s
+listen = unix:s
 workers = 1
 queue-depth = 4
 log-level = info
 max-sessions = 64
 EOC
 # the caller's pipe must end when the agent is ready, not when it exits
-timeout 10 sh -c "'$agent' --config '$tmp/a.conf' --log-file '$tmp/log' \
+timeout 10 sh -c "cd '$tmp' && '$agent' --config a.conf --log-file log \
 	2>&1 | cat > '$tmp/out'"
 rc=$?
 [ $rc -ne 124 ] || fail "a detached agent kept the caller's pipe open"
@@ -41,7 +43,7 @@ rc=$?
 wait_for 5 [ -S "$tmp/s" ] || fail "no socket"
 wait_for 5 grep -q 'serving ' "$tmp/log" || fail "nothing logged to --log-file"
 pid=$(fuser "$tmp/log" 2> /dev/null | tr -d ' ') ||
-	pid=$(pgrep -n -f "bluecache-agent --config $tmp/a.conf")
+	pid=$(pgrep -n -f "bluecache-agent --config a.conf --log-file log")
 [ -n "$pid" ] || fail "cannot find the agent's pid"
 grep -q 'serving ' "$tmp/out" || fail "start-up lines did not reach the caller"
 
