@@ -30,6 +30,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <syslog.h>
 #include <unistd.h>
@@ -594,6 +595,44 @@ static int bcfs_agent_check(const char *agent)
 }
 
 /*
+ * local:DIR or unix:PATH relative to the directory the mount was made in,
+ * made absolute: a daemon in the background works from / and starts its
+ * private agent again, or reconnects, long after.  0 or -errno (said).
+ */
+static int bcfs_agent_abs(char **agent)
+{
+	size_t pre = !strncmp(*agent, "local:", 6) ? 6 :
+		     !strncmp(*agent, "unix:", 5) ? 5 : 0;
+	char *cwd, *out;
+	int n;
+
+	if (!pre || (*agent)[pre] == '/')
+		return 0;
+	cwd = getcwd(NULL, 0);
+	if (!cwd) {
+		bcfs_err("%s: the current directory: %s", *agent,
+			 strerror(errno));
+		return -errno;
+	}
+	/* a socket's path that would not fit a sockaddr_un stays relative */
+	if (pre == 5 && strlen(cwd) + 1 + strlen(*agent + pre) >=
+	    sizeof(((struct sockaddr_un *)0)->sun_path)) {
+		free(cwd);
+		return 0;
+	}
+	n = asprintf(&out, "%.*s%s/%s", (int)pre, *agent, cwd,
+		     *agent + pre);
+	free(cwd);
+	if (n < 0) {
+		bcfs_err("out of memory");
+		return -ENOMEM;
+	}
+	free(*agent);
+	*agent = out;
+	return 0;
+}
+
+/*
  * A tcp:// agent's host name is resolved before anything starts, so that a
  * name that does not resolve is said as such.  0 or -errno (said).
  */
@@ -827,7 +866,7 @@ int main(int argc, char *argv[])
 			 o->agent ? "MOUNTPOINT" : "AGENT and MOUNTPOINT");
 		goto out_args;
 	}
-	if (bcfs_agent_check(o->agent))
+	if (bcfs_agent_check(o->agent) || bcfs_agent_abs(&o->agent))
 		goto out_args;
 	bcp_client_opts_init(&co);
 	bcp_client_set_log(bcfs_client_log, o->debug ? LOG_DEBUG : LOG_INFO);

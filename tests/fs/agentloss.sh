@@ -16,6 +16,8 @@
 #    lookups in one directory fail together after about the timeout.
 # 4. The mount is unmounted while the agent does not answer, and then the
 #    agent dies (run before 2): the daemon exits at once.
+# 5. shm: a mount in the background of a relative local:DIR starts its
+#    agent again in DIR.
 . "$(dirname "$0")/lib.sh"
 BCF_LOG_ALLOW=${BCF_LOG_ALLOW:-'lost|agent .*(killed|signal|exited|died|start)|connection|unreachable'}
 bcf_init
@@ -251,4 +253,28 @@ PY
 	{ cat "$BCF_TMP/fs.log" >&2; bcf_fail "errors after the agent died"; }
 bcf_pid_gone "$BCF_FS_PID" && bcf_fail "the daemon died with the agent"
 bcf_umount
+
+# ---- 5: a background mount of a relative local:DIR ------------------------
+# The detached daemon's own directory is /: the private agent it starts
+# again must still find DIR.
+if [ "$BCF_TRANSPORT" = shm ]; then
+	rm -f "$BCF_TMP/no-agent"
+	mkdir "$BCF_TMP/rel" || bcf_hard "mkdir $BCF_TMP/rel"
+	(cd "$BCF_TMP" && timeout 30 "$BCF_FS" local:rel "$BCF_MNT" \
+		-o reconnect_timeout=30) 2>>"$BCF_TMP/fs.log" ||
+		bcf_fail "a background mount of local:rel did not mount"
+	BCF_FS_PID=$(pgrep -n -f -- "local:rel $BCF_MNT") ||
+		bcf_hard "no daemon of the background mount"
+	echo bg > "$BCF_MNT/b" || bcf_fail "write to the background mount"
+	kill_agent
+	[ "$(timeout 20 cat "$BCF_MNT/b")" = bg ] ||
+		bcf_fail "the background mount of local:rel did not go on" \
+			"after its agent died"
+	[ "$(cat "$BCF_TMP/rel/b")" = bg ] || bcf_fail "b is not in rel"
+	fusermount3 -u "$BCF_MNT" || bcf_fail "unmount of the background mount"
+	bcf_wait_for 30 bcf_pid_gone "$BCF_FS_PID" ||
+		bcf_fail "the background daemon did not exit after unmount"
+	BCF_FS_PID=
+	echo "a background mount of local:rel went on after its agent died"
+fi
 exit 0
