@@ -610,9 +610,10 @@ static int bcfs_agent_abs(char **agent)
 		return 0;
 	cwd = getcwd(NULL, 0);
 	if (!cwd) {
+		n = -errno;
 		bcfs_err("%s: the current directory: %s", *agent,
-			 strerror(errno));
-		return -errno;
+			 strerror(-n));
+		return n;
 	}
 	/* a socket's path that would not fit a sockaddr_un stays relative */
 	if (pre == 5 && strlen(cwd) + 1 + strlen(*agent + pre) >=
