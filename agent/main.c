@@ -1011,11 +1011,13 @@ static int main_listen(void)
 		l->fd = fd;
 		l->is_unix = a.family == AF_UNIX;
 		snprintf(l->name, sizeof(l->name), "%s", s);
-		if (l->is_unix && a.path[0] != '/' && main_start_dir)
-			snprintf(l->path, sizeof(l->path), "%s/%s",
-				 main_start_dir, a.path);
-		else if (l->is_unix)
-			snprintf(l->path, sizeof(l->path), "%s", a.path);
+		if (l->is_unix) {
+			char *path = main_abs(a.path);
+
+			snprintf(l->path, sizeof(l->path), "%s",
+				 path ? path : a.path);
+			free(path);
+		}
 		nlisteners++;
 		agent_info("listening on %s", s);
 	}

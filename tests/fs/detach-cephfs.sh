@@ -25,16 +25,7 @@ BCF_AGENT_PID=$(pgrep -n -f -- "--listen unix:$sock") ||
 	bcf_hard "cannot find the detached agent's pid"
 echo "the detached agent runs as pid $BCF_AGENT_PID"
 
-# agent_session: the MDS's session of the agent, by its pid
-agent_session()
-{
-	ceph tell mds.a client ls 2>/dev/null | python3 -c '
-import json, sys
-for s in json.load(sys.stdin):
-    if s.get("client_metadata", {}).get("pid") == sys.argv[1]:
-        print(s["id"])' "$BCF_AGENT_PID"
-}
-[ -n "$(agent_session)" ] ||
+[ -n "$(bcf_ceph_session "$BCF_AGENT_PID")" ] ||
 	bcf_fail "the MDS lists no session of the detached agent" \
 		"(pid $BCF_AGENT_PID): its Ceph client stayed with the parent"
 

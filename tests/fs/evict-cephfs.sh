@@ -34,11 +34,7 @@ cp "$BCF_TMP/small" "$BCF_MNT/g" || bcf_fail "cp to the mount failed"
 # the MDS's list cannot be read)
 agent_session()
 {
-	ceph tell mds.a client ls 2>/dev/null | python3 -c '
-import json, sys
-for s in json.load(sys.stdin):
-    if s.get("client_metadata", {}).get("pid") == sys.argv[1]:
-        print(s["id"])' "$BCF_AGENT_PID"
+	bcf_ceph_session "$BCF_AGENT_PID"
 }
 id=$(agent_session) || id=
 [ -n "$id" ] || bcf_hard "the MDS lists no session of the agent" \

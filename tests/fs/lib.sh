@@ -201,6 +201,18 @@ bcf_ceph_init()
 	bcf_log "cephfs store: $(tail -n 1 "$BCF_TMP/ceph-up.log")"
 }
 
+# bcf_ceph_session PID: the id of the MDS's session of the Ceph client of
+# process PID (an agent's), empty when it lists none; fails when the MDS's
+# list cannot be read
+bcf_ceph_session()
+{
+	ceph tell mds.a client ls 2>/dev/null | python3 -c '
+import json, sys
+for s in json.load(sys.stdin):
+    if s.get("client_metadata", {}).get("pid") == sys.argv[1]:
+        print(s["id"])' "$1"
+}
+
 # bcf_ceph_mount DIR: one more ceph-fuse mount of the test's CephFS on
 # DIR (made if missing), unmounted by the trap; for a test that needs a
 # second view of the cluster
