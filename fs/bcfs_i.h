@@ -66,6 +66,7 @@ struct bcfs_opts {
 	unsigned int slot_size;
 	int writeback;		/* -o writeback / nowriteback */
 	int nowritebehind;	/* -o nowritebehind (wb.c) */
+	int noparallel_direct;	/* -o noparallel_direct (fuseio.c) */
 	int private_mount;	/* root: do not serve other users */
 	int foreground;
 	int debug;
@@ -74,6 +75,8 @@ struct bcfs_opts {
 	int show_help;
 	int show_version;
 };
+
+#define BCFS_XATTR_CAP	"security.capability"
 
 /* the xattrs whose absence an inode remembers (bcfs_inode_xattr_absent) */
 enum {
@@ -177,6 +180,8 @@ struct bcfs {
 	int embedded;
 	int log_syslog;
 	int parallel_dirops;		/* bcfs_init() asked for them */
+	int direct_parallel;		/* atomic: the INIT reply took
+					   FUSE_DIRECT_IO_ALLOW_MMAP (fuseio.c) */
 
 	/* read/write contexts; lock order: rw_lock, then the client's */
 	pthread_mutex_t rw_lock;
@@ -196,6 +201,13 @@ extern struct bcfs bcfs_g;
  * fuse_session_mount(); 0 or -errno (libfuse's own I/O then stays).
  */
 int bcfs_fuseio_install(struct fuse_session *se);
+/*
+ * fuse_reply_open() (e NULL) or fuse_reply_create(); a direct-I/O open
+ * (fi->direct_io) gets FOPEN_PARALLEL_DIRECT_WRITES on top, which
+ * libfuse has no fuse_file_info bit for.
+ */
+int bcfs_reply_open(fuse_req_t req, const struct fuse_file_info *fi,
+		    const struct fuse_entry_param *e);
 
 /* log.c */
 enum bcfs_level { BCFS_ERR, BCFS_WARN, BCFS_INFO, BCFS_DEBUG };

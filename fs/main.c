@@ -80,6 +80,8 @@ static const struct fuse_opt bcfs_opt_spec[] = {
 	BCFS_OPT("nowriteback", writeback, 0),
 	BCFS_OPT("writebehind", nowritebehind, 0),
 	BCFS_OPT("nowritebehind", nowritebehind, 1),
+	BCFS_OPT("parallel_direct", noparallel_direct, 0),
+	BCFS_OPT("noparallel_direct", noparallel_direct, 1),
 	BCFS_OPT("private", private_mount, 1),
 	BCFS_OPT("metrics=%s", metrics, 0),
 	FUSE_OPT_KEY("-h", BCFS_KEY_HELP),
@@ -156,6 +158,10 @@ static void bcfs_usage(FILE *f, const char *prog)
 "                           at once, rather than gathering sequential\n"
 "                           writes for up to a second, until close or\n"
 "                           fsync (writebehind)\n"
+"    -o noparallel_direct   one O_DIRECT write of a file at a time, as\n"
+"                           the kernel's page cache path has them,\n"
+"                           rather than writers of different parts of\n"
+"                           one file at once (parallel_direct)\n"
 "    -o pool_size=BYTES     data buffer pool, K/M/G suffixes (64M)\n"
 "    -o max_batch=N         segments per batch request (256)\n"
 "    -o spin_usec=N         after a reply, poll this long for the next\n"

@@ -425,6 +425,43 @@ void bcfs_release_fh(uint64_t handle, uint64_t fh)
 	bcp_client_post(bcfs_g.client, &m);
 }
 
+/*
+ * An O_DIRECT open of a regular file of mode (0: not known) as direct
+ * I/O, whose writes within the file's size the kernel then lets run in
+ * parallel (fuseio.c; not under -o writeback).  Only for a file a write
+ * takes no privileges from: the kernel's page cache path clears set-ID
+ * bits and removes security.capability at a write by a writer without
+ * CAP_FSETID, where a direct-I/O write only says so in a flag libfuse
+ * 3.14 drops.  So no set-ID bits, and security.capability known absent:
+ * ask (not from the receiver) asks the agent when it is not known.
+ */
+static void bcfs_open_direct(struct fuse_file_info *fi, uint64_t handle,
+			     uint32_t mode, int ask)
+{
+	struct bcp_msg m, r;
+	uint32_t gen;
+	int ret;
+
+	if (!(fi->flags & O_DIRECT) || bcfs_g.o.writeback || !S_ISREG(mode) ||
+	    (mode & (S_ISUID | S_ISGID)) ||
+	    !__atomic_load_n(&bcfs_g.direct_parallel, __ATOMIC_RELAXED))
+		return;
+	if (!bcfs_inode_xattr_absent(handle, BCFS_XA_CAP, &gen)) {
+		if (!ask)
+			return;
+		bcfs_msg(&m, BCP_OP_GETXATTR);
+		m.u.getxattr_req.handle = handle;
+		m.u.getxattr_req.size = 0;
+		m.u.getxattr_req.name_len = sizeof(BCFS_XATTR_CAP) - 1;
+		m.name = BCFS_XATTR_CAP;
+		ret = bcfs_call(&m, &r);
+		if (ret != -ENODATA && ret != -EOPNOTSUPP)
+			return;
+		bcfs_inode_xattr_absent_known(handle, BCFS_XA_CAP, gen);
+	}
+	fi->direct_io = 1;
+}
+
 static void bcfs_answer_open(struct bcfs_acall *a, int result)
 {
 	if (result) {
@@ -436,7 +473,9 @@ static void bcfs_answer_open(struct bcfs_acall *a, int result)
 		bcfs_dattr_files();	/* its size and times moved */
 	/* before the kernel has it: its release may come at once */
 	bcfs_open_add(a->fi.fh, a->parent, bcfs_open_flags(a->fi.flags), 0);
-	if (fuse_reply_open(a->req, &a->fi))
+	bcfs_open_direct(&a->fi, a->parent, a->call.rep.u.open_rep.attr.ino ?
+			 a->call.rep.u.open_rep.attr.mode : 0, 0);
+	if (bcfs_reply_open(a->req, &a->fi, NULL))
 		bcfs_release_fh(a->parent, a->fi.fh);
 }
 
@@ -456,9 +495,10 @@ void bcfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	m.u.open_req.handle = handle;
 	m.u.open_req.flags = bcfs_open_flags(fi->flags);
 	/*
-	 * O_DIRECT is the kernel's to serve (not fi->direct_io): it writes
-	 * back the pages another descriptor dirtied before a direct read,
-	 * and drops those a direct write made old, as a local filesystem.
+	 * O_DIRECT is the kernel's to serve, as direct I/O (fi->direct_io)
+	 * only where it writes back the pages another descriptor dirtied
+	 * before a direct read or write and drops those a direct write made
+	 * old, as a local filesystem (bcfs_open_direct(), fuseio.c).
 	 */
 	first = bcfs_inode_open_first(handle);
 	if (first && !(bcfs_g.features & BCP_FEAT_NOTIFY)) {
@@ -526,7 +566,8 @@ void bcfs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 */
 	if (bcfs_g.features & BCP_FEAT_NOTIFY)
 		bcfs_notify_sync();
-	if (fuse_reply_open(req, fi))
+	bcfs_open_direct(fi, handle, have_attr ? attr.mode : 0, 1);
+	if (bcfs_reply_open(req, fi, NULL))
 		bcfs_release_fh(handle, fh);
 }
 
@@ -576,7 +617,8 @@ static void bcfs_answer_create(struct bcfs_acall *a, int result)
 	/* only a file that gathers writes needs the FLUSH of a close */
 	fi->noflush = !bcfs_wb_attach(c->entry.handle, c->fh,
 				      (int)bcfs_open_flags(fi->flags));
-	if (!fuse_reply_create(a->req, &e, fi))
+	bcfs_open_direct(fi, c->entry.handle, c->entry.attr.mode, 0);
+	if (!bcfs_reply_open(a->req, fi, &e))
 		return;
 	bcfs_wb_release(c->entry.handle, c->fh);
 	bcfs_inode_forget(c->entry.handle, 1);

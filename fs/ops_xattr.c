@@ -24,7 +24,6 @@
 
 #include "bcfs_i.h"
 
-#define BCFS_XATTR_CAP	"security.capability"
 
 static int bcfs_xattr_name_len(const char *name)
 {
