@@ -107,6 +107,12 @@ void bcfs_metrics_reconnected(void)
 	m_add(&bcfs_m.reconnects, 1);
 }
 
+void bcfs_metrics_notice(uint16_t kind)
+{
+	if (kind >= BCP_NOTIFY_INODE && kind <= BCP_NOTIFY_RESET)
+		m_add(&bcfs_m.notices[kind - BCP_NOTIFY_INODE], 1);
+}
+
 const char *bcfs_metrics_op_name(uint16_t op, char *buf, size_t len)
 {
 	const char *n;
@@ -331,6 +337,10 @@ static void metrics_head(FILE *f, const char *name, const char *type,
 		name, help, name, type);
 }
 
+static const char *const notice_kinds[BCFS_MNOTICE_KINDS] = {
+	"inode", "entry", "delete", "reset"
+};
+
 static void metrics_render(FILE *f)
 {
 	struct bcfs_msnap *s = malloc(sizeof(*s));
@@ -388,6 +398,11 @@ static void metrics_render(FILE *f)
 		     "Agent sessions re-established after a loss.");
 	fprintf(f, "bluecachefs_reconnects_total %" PRIu64 "\n",
 		s->reconnects);
+	metrics_head(f, "notices_total", "counter",
+		     "Changes made elsewhere the agent told of, by kind.");
+	for (op = 0; op < BCFS_MNOTICE_KINDS; op++)
+		fprintf(f, "bluecachefs_notices_total{kind=\"%s\"} %" PRIu64
+			"\n", notice_kinds[op], s->notices[op]);
 	metrics_head(f, "uptime_seconds", "gauge", "Time since the mount.");
 	fprintf(f, "bluecachefs_uptime_seconds %.3f\n",
 		(double)s->uptime_ns / 1e9);

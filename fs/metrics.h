@@ -18,6 +18,8 @@
 
 /* Buckets: <= 2^i microseconds for i < BCFS_MHIST - 1, then +Inf. */
 #define BCFS_MHIST		26
+/* notification kinds counted: BCP_NOTIFY_INODE .. BCP_NOTIFY_RESET */
+#define BCFS_MNOTICE_KINDS	4
 /* "BCFSTAT1": the stats socket's snapshot, as this build lays it out */
 #define BCFS_STATS_MAGIC	0x3154415453464342ull
 
@@ -37,6 +39,8 @@ struct bcfs_msnap {
 	uint64_t bytes_read;		/* answered to read(2)s */
 	uint64_t bytes_written;		/* acknowledged write(2)s */
 	uint64_t reconnects;		/* sessions re-established */
+	/* the agent's notifications of changes, by BCP_NOTIFY_* kind - 1 */
+	uint64_t notices[BCFS_MNOTICE_KINDS];
 	struct bcfs_mop op[BCP_OP_MAX];
 };
 
@@ -53,6 +57,8 @@ void bcfs_metrics_end(const struct bcfs_mtimer *t, int status);
 void bcfs_metrics_rw(int write, ssize_t total, uint64_t t0);
 /* The agent session was re-established after a loss. */
 void bcfs_metrics_reconnected(void);
+/* A notification of kind (BCP_NOTIFY_*) came from the agent. */
+void bcfs_metrics_notice(uint16_t kind);
 /* The op's name in metrics and in --stats: "lookup", "read" ... or NULL. */
 const char *bcfs_metrics_op_name(uint16_t op, char *buf, size_t len);
 /* Bytes acknowledged to write(2)s and write-backs since the mount. */

@@ -180,15 +180,14 @@ double bcfs_notify_timeout(double timeout, uint64_t gen, uint64_t a,
 	return bcfs_notify_touched(gen, a, b) ? 0 : timeout;
 }
 
-void bcfs_notify_cb(void *arg, const struct bcp_notify_req *n,
-		    const char *name)
+static void bcfs_notify_queue(const struct bcp_notify_req *n,
+			      const char *name)
 {
 	struct bcfs_recent *r;
 	struct bcfs_note *e;
 	uint64_t gen;
 	int overflow;
 
-	(void)arg;
 	pthread_mutex_lock(&bcfs_notify.lock);
 	gen = __atomic_add_fetch(&bcfs_notify_generation, 1,
 				 __ATOMIC_ACQ_REL);
@@ -242,6 +241,14 @@ out_unlock:
 	pthread_mutex_unlock(&bcfs_notify.lock);
 }
 
+void bcfs_notify_cb(void *arg, const struct bcp_notify_req *n,
+		    const char *name)
+{
+	(void)arg;
+	bcfs_metrics_notice(n->kind);
+	bcfs_notify_queue(n, name);
+}
+
 void bcfs_notify_self(uint64_t handle, int64_t offset)
 {
 	struct bcp_notify_req n;
@@ -250,7 +257,7 @@ void bcfs_notify_self(uint64_t handle, int64_t offset)
 	n.kind = BCP_NOTIFY_INODE;
 	n.handle = handle;
 	n.offset = offset;
-	bcfs_notify_cb(NULL, &n, NULL);
+	bcfs_notify_queue(&n, NULL);
 }
 
 double bcfs_notify_negative(fuse_ino_t parent, const char *name,

@@ -110,7 +110,8 @@ static void stats_print(const char *mnt, const struct bcfs_msnap *now,
 	double secs = (double)(now->uptime_ns - was->uptime_ns) / 1e9;
 	uint64_t hist[BCFS_MHIST];
 	char tbuf[32], name[32], p[3][24];
-	unsigned int op, b, rows = 0;
+	unsigned int op, b, i, rows = 0;
+	uint64_t notices = 0;
 	time_t t = time(NULL);
 
 	if (secs <= 0)
@@ -138,11 +139,13 @@ static void stats_print(const char *mnt, const struct bcfs_msnap *now,
 	}
 	if (!rows)
 		printf("%-18s\n", "(no requests)");
+	for (i = 0; i < BCFS_MNOTICE_KINDS; i++)
+		notices += now->notices[i] - was->notices[i];
 	printf("read %.2f MiB/s  write %.2f MiB/s  reconnects %" PRIu64
-	       "\n\n",
+	       "  notices %" PRIu64 "\n\n",
 	       (double)(now->bytes_read - was->bytes_read) / secs / 1048576,
 	       (double)(now->bytes_written - was->bytes_written) / secs /
-	       1048576, now->reconnects - was->reconnects);
+	       1048576, now->reconnects - was->reconnects, notices);
 	fflush(stdout);
 }
 

@@ -7,6 +7,8 @@
 #    with what the test did: bytes written through the mount equal the
 #    agent's counter for the session's transport and the daemon's own;
 #    bytes the agent sent equal what the daemon received;
+#  - a change made through a second mount of the agent counts as a
+#    notification of an inode in this mount's metrics, and --stats shows it;
 #  - bluecachefs --stats prints its table on the mount, and refuses a path
 #    that is not on a bluecachefs mount in one line, non-zero;
 #  - without a secret, a non-loopback -o metrics address fails the mount;
@@ -153,6 +155,24 @@ n=$(metric 'bluecachefs_requests_total{op="write"}' "$BCF_TMP/f1")
 n=$(metric 'bluecache_agent_sessions' "$BCF_TMP/a1")
 [ "${n:-0}" -ge 1 ] || bcf_fail "agent counts ${n:-0} sessions"
 
+# a change made through another mount reaches this one as a notification
+n0=$(metric 'bluecachefs_notices_total{kind="inode"}' "$BCF_TMP/f1") ||
+	bcf_fail "no daemon notice counter"
+bcf_mount_extra two "$agent" "$opts" || bcf_fail "mount two did not come up"
+stat "$BCF_MNT/f" > /dev/null || bcf_fail "stat f"
+echo more >> "$BCF_TMP/two/f" || bcf_fail "append through mount two"
+notices_grew()
+{
+	local n
+
+	$HTTP get "$FURL/metrics" > "$BCF_TMP/f2" || return 1
+	n=$(metric 'bluecachefs_notices_total{kind="inode"}' "$BCF_TMP/f2")
+	[ "${n:-0}" -gt "$n0" ]
+}
+bcf_wait_for 10 notices_grew ||
+	bcf_fail "no inode notification counted for a change made elsewhere"
+bcf_umount_extra two || bcf_fail "mount two did not unmount"
+
 # --stats: the table on the mount (and a path inside it), refusal elsewhere
 "$BCF_FS" --stats "$BCF_MNT" --interval 1 --count 2 > "$BCF_TMP/stats" \
 	2>&1 || { cat "$BCF_TMP/stats" >&2; bcf_fail "--stats on the mount"; }
@@ -160,6 +180,8 @@ grep -q '^op  *ops/s  *err/s  *p50 us  *p90 us  *p99 us$' "$BCF_TMP/stats" ||
 	{ cat "$BCF_TMP/stats" >&2; bcf_fail "--stats printed no table"; }
 grep -q '^write  *[0-9.]* ' "$BCF_TMP/stats" ||
 	{ cat "$BCF_TMP/stats" >&2; bcf_fail "--stats shows no writes"; }
+grep -q '^read .* reconnects 0  notices [1-9][0-9]*$' "$BCF_TMP/stats" ||
+	{ cat "$BCF_TMP/stats" >&2; bcf_fail "--stats shows no notices"; }
 [ "$(grep -c 'ops/s' "$BCF_TMP/stats")" -eq 2 ] ||
 	bcf_fail "--interval 1 --count 2 did not print two reports"
 "$BCF_FS" --stats "$BCF_MNT/f" > /dev/null 2>&1 ||
