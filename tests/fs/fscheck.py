@@ -60,16 +60,37 @@ def drops():
         return []
 
 
-def undisturbed(what, run, tries=3):
+def notices(port):
+    """Notifications of changes the mount whose metrics are on port had
+    from its agent, of every kind."""
+    url = "http://127.0.0.1:%s/metrics" % port
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return sum(int(float(l.split()[1]))
+                   for l in r.read().decode().splitlines()
+                   if l.startswith("bluecachefs_notices_total{"))
+
+
+def undisturbed(what, run, tries=3, port=None):
     """run(n): its result, from a run (n = 0, 1, ..) during which nothing
     dropped the kernel's caches (the pages or entries a count of requests
-    relies on are gone then); None, said so, when each run was."""
+    relies on are gone then); None, said so, when each run was.  With
+    port (a mount's metrics), a run whose result is not 0 while the agent
+    told that mount of changes is taken again too (a store may report a
+    change of its own, which drops the pages it names), but the last
+    try's result stands whatever it was told."""
     for n in range(tries):
         d0 = drops()
+        k0 = notices(port) if port else 0
         r = run(n)
-        if drops() == d0:
-            return r
-        print("%s: the kernel's caches were dropped meanwhile" % what)
+        if drops() != d0:
+            print("%s: the kernel's caches were dropped meanwhile" % what)
+            continue
+        k = notices(port) - k0 if port else 0
+        if r and k and n + 1 < tries:
+            print("%s: %d notifications of changes came meanwhile" %
+                  (what, k))
+            continue
+        return r
     print("%s: not judged, the caches were dropped during each of %d "
           "runs" % (what, tries))
     return None

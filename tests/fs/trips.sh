@@ -306,7 +306,7 @@ def written_read_twice(n):
         print("%d files written through mount 1, read back there (%d): "
               "%d reads" % (M, rnd + 1, r))
     return r
-r = undisturbed("mount 1's page cache", written_read_twice)
+r = undisturbed("mount 1's page cache", written_read_twice, port=port)
 if r:
     fail("%d reads for %d files mount 1 wrote and read once" % (r, M))
 # with the writeback cache the pages of the write itself are kept
@@ -317,7 +317,7 @@ def written_read(n):
     print("%d files written through mount 4 (writeback), read back there: "
           "%d reads" % (M, r))
     return r
-r = undisturbed("mount 4's page cache", written_read)
+r = undisturbed("mount 4's page cache", written_read, port=port4)
 if r:
     fail("%d reads for %d files mount 4 wrote" % (r, M))
 # through mount 3, which opens each for the first time: its kernel holds
