@@ -76,8 +76,6 @@ struct bcfs_opts {
 	int show_version;
 };
 
-#define BCFS_XATTR_CAP	"security.capability"
-
 /* the xattrs whose absence an inode remembers (bcfs_inode_xattr_absent) */
 enum {
 	BCFS_XA_CAP,		/* security.capability */
@@ -687,6 +685,12 @@ uint64_t bcfs_xattr_epoch(void);
  */
 void bcfs_xattr_hint(const struct bcp_entry *entry,
 		     const struct fuse_entry_param *e, uint64_t xepoch);
+/*
+ * security.capability known absent from handle's file; when not known
+ * and ask (not from the receiver), the agent is asked (and the answer
+ * remembered as a GETXATTR's is).  1 absent, 0 present or not known.
+ */
+int bcfs_xattr_cap_absent(uint64_t handle, int ask);
 
 /* embed.c: local:DIR */
 /*

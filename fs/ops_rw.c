@@ -438,28 +438,11 @@ void bcfs_release_fh(uint64_t handle, uint64_t fh)
 static void bcfs_open_direct(struct fuse_file_info *fi, uint64_t handle,
 			     uint32_t mode, int ask)
 {
-	struct bcp_msg m, r;
-	uint32_t gen;
-	int ret;
-
-	if (!(fi->flags & O_DIRECT) || bcfs_g.o.writeback || !S_ISREG(mode) ||
-	    (mode & (S_ISUID | S_ISGID)) ||
-	    !__atomic_load_n(&bcfs_g.direct_parallel, __ATOMIC_RELAXED))
-		return;
-	if (!bcfs_inode_xattr_absent(handle, BCFS_XA_CAP, &gen)) {
-		if (!ask)
-			return;
-		bcfs_msg(&m, BCP_OP_GETXATTR);
-		m.u.getxattr_req.handle = handle;
-		m.u.getxattr_req.size = 0;
-		m.u.getxattr_req.name_len = sizeof(BCFS_XATTR_CAP) - 1;
-		m.name = BCFS_XATTR_CAP;
-		ret = bcfs_call(&m, &r);
-		if (ret != -ENODATA && ret != -EOPNOTSUPP)
-			return;
-		bcfs_inode_xattr_absent_known(handle, BCFS_XA_CAP, gen);
-	}
-	fi->direct_io = 1;
+	if ((fi->flags & O_DIRECT) && !bcfs_g.o.writeback && S_ISREG(mode) &&
+	    !(mode & (S_ISUID | S_ISGID)) &&
+	    __atomic_load_n(&bcfs_g.direct_parallel, __ATOMIC_RELAXED) &&
+	    bcfs_xattr_cap_absent(handle, ask))
+		fi->direct_io = 1;
 }
 
 static void bcfs_answer_open(struct bcfs_acall *a, int result)

@@ -24,6 +24,7 @@
 
 #include "bcfs_i.h"
 
+#define BCFS_XATTR_CAP	"security.capability"
 
 static int bcfs_xattr_name_len(const char *name)
 {
@@ -69,6 +70,28 @@ void bcfs_xattr_hint(const struct bcp_entry *entry,
 	if ((entry->attr.mode & BCP_MODE_NO_XATTRS) && e->attr_timeout > 0 &&
 	    bcfs_xattr_epoch() == xepoch)
 		bcfs_inode_xattr_none(entry->handle);
+}
+
+int bcfs_xattr_cap_absent(uint64_t handle, int ask)
+{
+	struct bcp_msg m, r;
+	uint32_t gen;
+	int ret;
+
+	if (bcfs_inode_xattr_absent(handle, BCFS_XA_CAP, &gen))
+		return 1;
+	if (!ask)
+		return 0;
+	bcfs_msg(&m, BCP_OP_GETXATTR);
+	m.u.getxattr_req.handle = handle;
+	m.u.getxattr_req.size = 0;
+	m.u.getxattr_req.name_len = sizeof(BCFS_XATTR_CAP) - 1;
+	m.name = BCFS_XATTR_CAP;
+	ret = bcfs_call(&m, &r);
+	if (ret != -ENODATA && ret != -EOPNOTSUPP)
+		return 0;
+	bcfs_inode_xattr_absent_known(handle, BCFS_XA_CAP, gen);
+	return 1;
 }
 
 void bcfs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,

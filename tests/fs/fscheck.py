@@ -38,14 +38,19 @@ def within(what, check, bound):
         time.sleep(0.01)
 
 
+def metrics(port):
+    """The lines of the metrics endpoint of the mount on port."""
+    url = "http://127.0.0.1:%s/metrics" % port
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return r.read().decode().splitlines()
+
+
 def requests(port, op):
     """Requests of op the mount whose metrics are on port sent the agent."""
-    url = "http://127.0.0.1:%s/metrics" % port
     key = 'bluecachefs_requests_total{op="%s"}' % op
-    with urllib.request.urlopen(url, timeout=10) as r:
-        for line in r.read().decode().splitlines():
-            if line.startswith(key + " "):
-                return int(float(line.split()[1]))
+    for line in metrics(port):
+        if line.startswith(key + " "):
+            return int(float(line.split()[1]))
     return 0
 
 
@@ -63,11 +68,8 @@ def drops():
 def notices(port):
     """Notifications of changes the mount whose metrics are on port had
     from its agent, of every kind."""
-    url = "http://127.0.0.1:%s/metrics" % port
-    with urllib.request.urlopen(url, timeout=10) as r:
-        return sum(int(float(l.split()[1]))
-                   for l in r.read().decode().splitlines()
-                   if l.startswith("bluecachefs_notices_total{"))
+    return sum(int(float(l.split()[1])) for l in metrics(port)
+               if l.startswith("bluecachefs_notices_total{"))
 
 
 def undisturbed(what, run, tries=3, port=None):
